@@ -1,0 +1,52 @@
+// Package link moves RoCEv2 datagrams between soft devices. The real link is a
+// UDP socket on port 4791 with batched I/O; tests use the in-memory network of
+// package memlink. The transport engine sees only the Link interface.
+package link
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// RoCEPort is the IANA UDP destination port of RoCEv2.
+const RoCEPort = 4791
+
+// Datagram is one UDP payload (a RoCEv2 packet: BTH through ICRC) with its
+// addresses. On receive, Src is the sender and Dst the local address it was
+// sent to; on send, Src.Port() is the UDP source port to use (0 means the
+// link's own port) and Src.Addr() is ignored (a link sends from its own
+// address), and Dst is the destination.
+type Datagram struct {
+	Buf []byte
+	Src netip.AddrPort
+	Dst netip.AddrPort
+}
+
+// ErrClosed is returned by a Link after Close.
+var ErrClosed = errors.New("link: closed")
+
+// Link is a bidirectional datagram endpoint bound to one local IP address.
+// Receive is called from one goroutine at a time; Send may be called from many
+// goroutines at once.
+type Link interface {
+	// Send transmits the datagrams in order. It does not retain the buffers.
+	// A datagram the network refuses (no route, buffer full) is dropped and
+	// counted, as a NIC would, and is not an error; an error means the link
+	// itself is broken or closed.
+	Send(batch []Datagram) error
+	// Receive fills up to len(batch) datagrams, blocking until at least one
+	// arrives or the link is closed. Each batch[i].Buf must have room for a
+	// datagram (cap is used; Buf is resliced to the received length).
+	Receive(batch []Datagram) (n int, err error)
+	// LocalAddr returns the address and port this link receives on.
+	LocalAddr() netip.AddrPort
+	// SourcePort returns the UDP source port that datagrams sent with Src
+	// port want will actually carry: want when the link can send from it, or
+	// the link's own port otherwise. The ICRC covers the source port, so the
+	// sender must compute it with this value.
+	SourcePort(want uint16) uint16
+	// MaxBatch returns the best batch size for Send and Receive.
+	MaxBatch() int
+	// Close releases the link and unblocks Receive.
+	Close() error
+}
