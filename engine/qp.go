@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rdma-go/rdma-go/wire"
+)
+
+// QPType is the transport service; values equal ibv_qp_type.
+type QPType uint8
+
+// QP types.
+const (
+	QPTypeRC QPType = 2
+	QPTypeUC QPType = 3
+	QPTypeUD QPType = 4
+)
+
+// QPState is the QP state; values equal ibv_qp_state.
+type QPState uint8
+
+// QP states.
+const (
+	StateReset QPState = 0
+	StateInit  QPState = 1
+	StateRTR   QPState = 2
+	StateRTS   QPState = 3
+	StateSQD   QPState = 4
+	StateSQE   QPState = 5
+	StateErr   QPState = 6
+)
+
+// Attribute mask bits; values equal ibv_qp_attr_mask.
+const (
+	AttrState           = 1 << 0
+	AttrAccessFlags     = 1 << 3
+	AttrQKey            = 1 << 6
+	AttrAV              = 1 << 7
+	AttrPathMTU         = 1 << 8
+	AttrTimeout         = 1 << 9
+	AttrRetryCnt        = 1 << 10
+	AttrRNRRetry        = 1 << 11
+	AttrRQPSN           = 1 << 12
+	AttrMaxQPRDAtomic   = 1 << 13
+	AttrMinRNRTimer     = 1 << 15
+	AttrSQPSN           = 1 << 16
+	AttrMaxDestRDAtomic = 1 << 17
+	AttrDestQPN         = 1 << 20
+)
+
+// Attr carries the QP attributes the engine uses. The verbs layer validates
+// them (state transitions, ranges) before calling Modify.
+type Attr struct {
+	State           QPState
+	AccessFlags     uint32
+	QKey            uint32
+	Remote          netip.Addr // destination IP, from the AV's destination GID
+	FlowLabel       uint32
+	PathMTU         int // bytes
+	Timeout         uint8
+	RetryCnt        uint8
+	RNRRetry        uint8
+	RQPSN           uint32
+	SQPSN           uint32
+	MaxRDAtomic     uint8
+	MaxDestRDAtomic uint8
+	MinRNRTimer     uint8
+	DestQPN         uint32
+}
+
+// QPConfig is what a QP is created with.
+type QPConfig struct {
+	Type       QPType
+	PD         uint32
+	SendCQ     CompletionQueue
+	RecvCQ     CompletionQueue
+	MaxSendWR  int
+	MaxRecvWR  int
+	MaxSendSGE int
+	MaxRecvSGE int
+	MaxInline  int
+	SigAll     bool // every send WR is signaled (sq_sig_all)
+	// OnDeadline, if set, is called (with the QP locked) whenever the QP's
+	// earliest timer deadline moves earlier or is newly set. The caller then
+	// arranges for OnTimer to run at that time. It must not call back into
+	// the QP.
+	OnDeadline func(at time.Time)
+}
+
+// QP is one queue pair's transport state. Its methods are safe for
+// concurrent use.
+type QP struct {
+	mu   sync.Mutex
+	host *Host
+	cfg  QPConfig
+	qpn  uint32
+	attr Attr
+	st   QPState
+	// sport is the UDP source port on the wire (the link may not honour
+	// the rxe-style choice; see link.Link.SourcePort).
+	sport uint16
+	mtu   int
+
+	sq  sendQueue
+	rq  recvQueue
+	req requester
+	rsp responder
+
+	deadline time.Time // the deadline last reported through OnDeadline
+}
+
+// QPN returns the queue pair number.
+func (qp *QP) QPN() uint32 { return qp.qpn }
+
+// State returns the current state (the engine may have moved it to ERR).
+func (qp *QP) State() QPState {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.st
+}
+
+// Attr returns a copy of the current attributes, with State current and
+// SQPSN/RQPSN as the next PSNs the requester will send and the responder
+// expects.
+func (qp *QP) Attr() Attr {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	a := qp.attr
+	a.State = qp.st
+	return a
+}
+
+// Modify applies the attributes selected by mask. A move to RESET clears all
+// transport state; a move to ERR flushes every outstanding work request.
+func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	tx := qp.host.getTx()
+	defer qp.host.putTx(tx)
+	if mask&AttrAccessFlags != 0 {
+		qp.attr.AccessFlags = a.AccessFlags
+	}
+	if mask&AttrQKey != 0 {
+		qp.attr.QKey = a.QKey
+	}
+	if mask&AttrAV != 0 {
+		qp.attr.Remote = a.Remote.Unmap()
+		qp.attr.FlowLabel = a.FlowLabel
+	}
+	if mask&AttrPathMTU != 0 {
+		qp.attr.PathMTU = a.PathMTU
+		qp.mtu = a.PathMTU
+	}
+	if mask&AttrTimeout != 0 {
+		qp.attr.Timeout = a.Timeout
+	}
+	if mask&AttrRetryCnt != 0 {
+		qp.attr.RetryCnt = a.RetryCnt
+		qp.req.retryLeft = a.RetryCnt
+	}
+	if mask&AttrRNRRetry != 0 {
+		qp.attr.RNRRetry = a.RNRRetry
+		qp.req.rnrLeft = a.RNRRetry
+	}
+	if mask&AttrRQPSN != 0 {
+		qp.attr.RQPSN = a.RQPSN & wire.PSNMask
+		qp.rsp.ePSN = wire.PSN(qp.attr.RQPSN)
+	}
+	if mask&AttrSQPSN != 0 {
+		qp.attr.SQPSN = a.SQPSN & wire.PSNMask
+		qp.req.setStartPSN(wire.PSN(qp.attr.SQPSN))
+	}
+	if mask&AttrMaxQPRDAtomic != 0 {
+		qp.attr.MaxRDAtomic = a.MaxRDAtomic
+	}
+	if mask&AttrMaxDestRDAtomic != 0 {
+		qp.attr.MaxDestRDAtomic = a.MaxDestRDAtomic
+		qp.rsp.resizeResources(int(a.MaxDestRDAtomic))
+	}
+	if mask&AttrMinRNRTimer != 0 {
+		qp.attr.MinRNRTimer = a.MinRNRTimer
+	}
+	if mask&AttrDestQPN != 0 {
+		qp.attr.DestQPN = a.DestQPN & 0xFFFFFF
+	}
+	if mask&(AttrAV|AttrDestQPN) != 0 && qp.attr.DestQPN != 0 {
+		want := wire.SourcePort(qp.qpn, qp.attr.DestQPN, qp.attr.FlowLabel)
+		qp.sport = qp.host.sourcePort(want)
+	}
+	if mask&AttrState != 0 {
+		switch a.State {
+		case StateReset:
+			qp.reset()
+		case StateErr:
+			qp.enterError(now, tx)
+		default:
+			qp.st = a.State
+		}
+		if qp.st == StateRTS {
+			qp.req.progress(qp, now, tx)
+		}
+	}
+	qp.host.flush(tx)
+}
+
+// reset returns the QP to RESET: queues emptied without completions, PSNs,
+// MSN, opcode state and responder resources cleared.
+func (qp *QP) reset() {
+	qp.st = StateReset
+	qp.sq.clear()
+	qp.rq.clear()
+	qp.req.reset(wire.PSN(qp.attr.SQPSN))
+	qp.rsp.reset(wire.PSN(qp.attr.RQPSN))
+	qp.deadline = time.Time{}
+}
+
+// enterError moves the QP to ERR and flushes every outstanding send and
+// receive work request with WR_FLUSH_ERR.
+func (qp *QP) enterError(now time.Time, tx *txBatch) {
+	if qp.st == StateErr {
+		return
+	}
+	qp.st = StateErr
+	qp.req.stopTimers()
+	qp.flushSQ()
+	qp.flushRQ()
+}
+
+func (qp *QP) flushSQ() {
+	for !qp.sq.empty() {
+		w := qp.sq.oldest()
+		if w.status == StatusSuccess {
+			w.status = StatusWRFlushErr
+		}
+		qp.completeSend(w)
+	}
+	qp.req.rewindTo(&qp.sq)
+}
+
+func (qp *QP) flushRQ() {
+	if qp.rsp.cur != nil {
+		qp.rsp.cur = nil
+	}
+	for !qp.rq.empty() {
+		r := qp.rq.pop()
+		qp.pushRecv(&Completion{WRID: r.id, Status: StatusWRFlushErr, QPN: qp.qpn})
+	}
+}
+
+// fatal puts the QP into ERR after a transport error.
+func (qp *QP) fatal(now time.Time, tx *txBatch) { qp.enterError(now, tx) }
+
+// Deadline returns the QP's earliest pending timer deadline.
+func (qp *QP) Deadline() (time.Time, bool) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.req.deadline()
+}
+
+// OnTimer runs the QP's expired timers: retransmission and the RNR wait.
+// Calling it early, or when nothing is due, is harmless.
+func (qp *QP) OnTimer(now time.Time) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	tx := qp.host.getTx()
+	qp.deadline = time.Time{}
+	qp.req.onTimer(qp, now, tx)
+	qp.noteDeadline()
+	qp.host.flush(tx)
+	qp.host.putTx(tx)
+}
+
+// noteDeadline reports a new earliest deadline through OnDeadline.
+func (qp *QP) noteDeadline() {
+	d, ok := qp.req.deadline()
+	if !ok || qp.cfg.OnDeadline == nil {
+		return
+	}
+	if qp.deadline.IsZero() || d.Before(qp.deadline) {
+		qp.deadline = d
+		qp.cfg.OnDeadline(d)
+	}
+}
+
+func (qp *QP) pushSend(c *Completion) {
+	if qp.cfg.SendCQ != nil && !qp.cfg.SendCQ.Push(c) {
+		qp.host.count(&qp.host.stats.CQOverflow)
+	}
+}
+
+func (qp *QP) pushRecv(c *Completion) {
+	if qp.cfg.RecvCQ != nil && !qp.cfg.RecvCQ.Push(c) {
+		qp.host.count(&qp.host.stats.CQOverflow)
+	}
+}

@@ -1,0 +1,423 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rdma-go/rdma-go/wire"
+)
+
+// maxUnackedPSNs bounds how far the requester runs ahead of the oldest
+// unacknowledged PSN (rxe's RXE_MAX_UNACKED_PSNS).
+const maxUnackedPSNs = 128
+
+// maxPktsPerAck forces AckReq on a FIRST or MIDDLE packet after this many
+// packets without one (rxe: "counter++ > 64").
+const maxPktsPerAck = 64
+
+// infiniteRetry is the retry_cnt / rnr_retry value that never runs out.
+const infiniteRetry = 7
+
+// Errors returned by PostSend and PostRecv.
+var (
+	ErrQueueFull  = errors.New("engine: work queue full")
+	ErrTooManySGE = errors.New("engine: too many scatter/gather elements")
+	ErrBadState   = errors.New("engine: QP state does not allow posting")
+	ErrBadOpcode  = errors.New("engine: opcode not supported on this QP type")
+	ErrInline     = errors.New("engine: inline data larger than max_inline_data")
+	ErrLength     = errors.New("engine: message too long")
+)
+
+// requester is the send side of an RC QP: segmentation, PSNs, the
+// retransmission and RNR timers, and go-back-N.
+type requester struct {
+	psn     wire.PSN // next PSN to send
+	highPSN wire.PSN // one past the highest PSN ever sent
+	compPSN wire.PSN // oldest unacknowledged PSN
+	next    uint64   // send queue index of the next WQE to transmit from
+	started uint64   // WQEs before this index have PSNs assigned
+
+	rdInFlight  int // READ/atomic WQEs started and not complete
+	sinceAckReq int
+
+	retryLeft uint8
+	rnrLeft   uint8
+	retransAt time.Time
+	rnrAt     time.Time
+}
+
+func (r *requester) setStartPSN(p wire.PSN) {
+	r.psn, r.highPSN, r.compPSN = p, p, p
+}
+
+func (r *requester) reset(p wire.PSN) {
+	*r = requester{retryLeft: r.retryLeft, rnrLeft: r.rnrLeft}
+	r.setStartPSN(p)
+}
+
+func (r *requester) stopTimers() { r.retransAt, r.rnrAt = time.Time{}, time.Time{} }
+
+// rewindTo keeps the transmit cursors inside the queue after WQEs retire.
+func (r *requester) rewindTo(q *sendQueue) {
+	if r.next < q.head {
+		r.next = q.head
+	}
+	if r.started < q.head {
+		r.started = q.head
+	}
+}
+
+func (r *requester) deadline() (time.Time, bool) {
+	d := r.retransAt
+	if !r.rnrAt.IsZero() && (d.IsZero() || r.rnrAt.Before(d)) {
+		d = r.rnrAt
+	}
+	return d, !d.IsZero()
+}
+
+func (r *requester) outstanding(q *sendQueue) bool { return q.head < r.started }
+
+// PostSend validates a send work request, queues it and starts sending.
+func (qp *QP) PostSend(now time.Time, wr *SendWR) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	tx := qp.host.getTx()
+	defer qp.host.putTx(tx)
+	err := qp.postSendLocked(now, wr)
+	if err == nil {
+		qp.req.progress(qp, now, tx)
+		qp.noteDeadline()
+	}
+	qp.host.flush(tx)
+	return err
+}
+
+func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
+	switch qp.st {
+	case StateRTS, StateSQD, StateErr:
+	default:
+		return ErrBadState
+	}
+	if qp.sq.full() {
+		return ErrQueueFull
+	}
+	switch wr.Op {
+	case WRSend, WRSendImm, WRWrite, WRWriteImm:
+	case WRRead, WRCompareSwap, WRFetchAdd, WRSendWithInv:
+		if qp.cfg.Type != QPTypeRC {
+			return ErrBadOpcode
+		}
+	default:
+		return ErrBadOpcode
+	}
+	if len(wr.SGL) > max(qp.cfg.MaxSendSGE, 1) {
+		return ErrTooManySGE
+	}
+	w := qp.sq.push()
+	w.wr = *wr
+	w.wr.SGL = nil
+	w.signaled = qp.cfg.SigAll || wr.Flags&SendSignaled != 0
+	if qp.st == StateErr {
+		w.status = StatusWRFlushErr
+		qp.flushSQ()
+		return nil
+	}
+	atomic := wr.Op == WRCompareSwap || wr.Op == WRFetchAdd
+	scatter := wr.Op == WRRead || atomic
+	inline := wr.Flags&SendInline != 0 && !scatter
+	for _, sge := range wr.SGL {
+		if inline {
+			if len(w.inline)+int(sge.Length) > cap(w.inline) {
+				qp.sq.tail--
+				return ErrInline
+			}
+			src, err := qp.host.mem.Local(qp.cfg.PD, sge, false)
+			if err != nil {
+				// Inline data is copied from plain memory: an L_Key is
+				// not needed, but the range must still be registered
+				// or be plain Go memory; without a key we cannot see
+				// it, so fall back to the MR lookup result.
+				w.status = StatusLocProtErr
+				break
+			}
+			w.inline = append(w.inline, src...)
+			continue
+		}
+		b, err := qp.host.mem.Local(qp.cfg.PD, sge, scatter)
+		if err != nil {
+			w.status = StatusLocProtErr
+			break
+		}
+		w.segs = append(w.segs, b)
+		w.length += len(b)
+	}
+	if inline && w.status == StatusSuccess {
+		w.segs = append(w.segs, w.inline)
+		w.length = len(w.inline)
+	}
+	if atomic && w.status == StatusSuccess && w.length != 8 {
+		w.status = StatusLocLenErr
+	}
+	if w.length > 1<<31 {
+		w.status = StatusLocLenErr
+	}
+	if w.status != StatusSuccess && qp.sq.tail-1 == qp.sq.head {
+		// Nothing ahead of it: fail it now, as a local error does.
+		qp.completeSend(w)
+		qp.fatal(now, nil)
+	}
+	return nil
+}
+
+// completeSend retires the head WQE w and reports its completion when it is
+// signaled or failed.
+func (qp *QP) completeSend(w *sendWQE) {
+	if w.started && w.isReadOrAtomic() && qp.req.rdInFlight > 0 {
+		qp.req.rdInFlight--
+	}
+	if w.signaled || w.status != StatusSuccess {
+		c := Completion{WRID: w.wr.ID, Status: w.status, QPN: qp.qpn, ByteLen: uint32(w.length), VendorErr: w.vendor}
+		switch w.wr.Op {
+		case WRSend, WRSendImm, WRSendWithInv:
+			c.Opcode = WCSend
+		case WRWrite, WRWriteImm:
+			c.Opcode = WCWrite
+		case WRRead:
+			c.Opcode = WCRead
+		case WRCompareSwap:
+			c.Opcode = WCCompareSwap
+		case WRFetchAdd:
+			c.Opcode = WCFetchAdd
+		}
+		qp.pushSend(&c)
+	}
+	qp.sq.pop()
+	qp.req.rewindTo(&qp.sq)
+}
+
+// progress transmits packets while the queue, the PSN window and the
+// READ/atomic limit allow.
+func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
+	if qp.st != StateRTS || !r.rnrAt.IsZero() {
+		return
+	}
+	for r.next < qp.sq.tail {
+		w := qp.sq.at(r.next)
+		if w.status != StatusSuccess {
+			// A WQE that failed its local checks: the ones before it
+			// complete first, then it fails and takes the QP down.
+			if r.next == qp.sq.head {
+				qp.completeSend(w)
+				qp.fatal(now, tx)
+			}
+			return
+		}
+		if r.psn.Diff(r.compPSN) >= maxUnackedPSNs {
+			return
+		}
+		if !w.started {
+			if w.wr.Flags&SendFence != 0 && r.rdInFlight > 0 {
+				return
+			}
+			if w.isReadOrAtomic() {
+				if r.rdInFlight >= max(int(qp.attr.MaxRDAtomic), 1) {
+					return
+				}
+				r.rdInFlight++
+			}
+			w.started = true
+			w.firstPSN = r.psn
+			w.npkts = 1
+			if w.wr.Op != WRCompareSwap && w.wr.Op != WRFetchAdd && w.length > qp.mtu {
+				w.npkts = (w.length + qp.mtu - 1) / qp.mtu
+			}
+			w.lastPSN = w.firstPSN.Add(w.npkts - 1)
+			r.started = r.next + 1
+		}
+		r.sendPacket(qp, w, tx)
+		if r.psn.After(r.highPSN) {
+			r.highPSN = r.psn
+		}
+		if r.retransAt.IsZero() && qp.attr.Timeout != 0 {
+			r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
+		}
+	}
+}
+
+// sendPacket sends the packet of w at r.psn and advances r.psn (and r.next
+// after the WQE's last packet).
+func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
+	idx := r.psn.Diff(w.firstPSN)
+	off := idx * qp.mtu
+	switch w.wr.Op {
+	case WRRead:
+		b := tx.packet(qp, wire.RCReadRequest, 0)
+		wire.RETH(b[wire.BTHLen:]).Encode(w.wr.RemoteAddr+uint64(off), w.wr.RKey, uint32(w.length-off))
+		wire.BTH(b).Encode(wire.RCReadRequest, false, 0, qp.attr.DestQPN, true, r.psn)
+		tx.commit(qp, b)
+		r.sinceAckReq = 0
+		r.psn = w.lastPSN.Next()
+		r.next++
+		return
+	case WRCompareSwap, WRFetchAdd:
+		op := wire.RCCompareSwap
+		if w.wr.Op == WRFetchAdd {
+			op = wire.RCFetchAdd
+		}
+		b := tx.packet(qp, op, 0)
+		wire.AtomicETH(b[wire.BTHLen:]).Encode(w.wr.RemoteAddr, w.wr.RKey, w.swapAdd(), w.wr.CompareAdd)
+		wire.BTH(b).Encode(op, false, 0, qp.attr.DestQPN, true, r.psn)
+		tx.commit(qp, b)
+		r.sinceAckReq = 0
+		r.psn = r.psn.Next()
+		r.next++
+		return
+	}
+	n := min(qp.mtu, w.length-off)
+	first, last := off == 0, off+n == w.length
+	op := opcodeFor(qp.cfg.Type, w.wr.Op, first, last)
+	b := tx.packet(qp, op, n)
+	h := wire.BTHLen
+	if op.Has(wire.HasRETH) {
+		wire.RETH(b[h:]).Encode(w.wr.RemoteAddr, w.wr.RKey, uint32(w.length))
+		h += wire.RETHLen
+	}
+	if op.Has(wire.HasImmDt) {
+		wire.ImmDt(b[h:]).SetImm(w.wr.Imm)
+		h += wire.ImmDtLen
+	}
+	if op.Has(wire.HasIETH) {
+		wire.IETH(b[h:]).SetRKey(w.wr.Imm)
+		h += wire.IETHLen
+	}
+	copyFrom(b[h:h+n], w.segs, off)
+	r.sinceAckReq++
+	ackReq := last || r.sinceAckReq > maxPktsPerAck
+	if ackReq {
+		r.sinceAckReq = 0
+	}
+	se := last && w.wr.Flags&SendSolicited != 0 && (w.wr.Op != WRWrite)
+	wire.BTH(b).Encode(op, se, wire.Pad(n), qp.attr.DestQPN, ackReq, r.psn)
+	tx.commit(qp, b)
+	r.psn = r.psn.Next()
+	if last {
+		r.next++
+	}
+}
+
+func (w *sendWQE) swapAdd() uint64 {
+	if w.wr.Op == WRFetchAdd {
+		return w.wr.CompareAdd
+	}
+	return w.wr.Swap
+}
+
+// opcodeFor returns the wire opcode of a SEND or WRITE packet.
+func opcodeFor(t QPType, op WROp, first, last bool) wire.Opcode {
+	var o wire.Opcode
+	switch op {
+	case WRSend, WRSendImm, WRSendWithInv:
+		switch {
+		case first && last:
+			o = wire.RCSendOnly
+		case first:
+			o = wire.RCSendFirst
+		case last:
+			o = wire.RCSendLast
+		default:
+			o = wire.RCSendMiddle
+		}
+		if last && op == WRSendImm {
+			o++ // SEND_LAST_WITH_IMMEDIATE / SEND_ONLY_WITH_IMMEDIATE
+		}
+		if last && op == WRSendWithInv {
+			if first {
+				o = wire.RCSendOnlyInvalidate
+			} else {
+				o = wire.RCSendLastInvalidate
+			}
+		}
+	default:
+		switch {
+		case first && last:
+			o = wire.RCWriteOnly
+		case first:
+			o = wire.RCWriteFirst
+		case last:
+			o = wire.RCWriteLast
+		default:
+			o = wire.RCWriteMiddle
+		}
+		if last && op == WRWriteImm {
+			o++ // WRITE_LAST_WITH_IMMEDIATE / WRITE_ONLY_WITH_IMMEDIATE
+		}
+	}
+	if t == QPTypeUC {
+		o |= wire.TransportUC
+	}
+	return o
+}
+
+// retry rewinds to the oldest unacknowledged PSN (go-back-N).
+func (r *requester) retry(qp *QP) {
+	r.next = qp.sq.head
+	r.psn = r.compPSN
+	r.sinceAckReq = 0
+}
+
+// onTimer handles an expired RNR wait or retransmission timeout.
+func (r *requester) onTimer(qp *QP, now time.Time, tx *txBatch) {
+	if qp.st == StateErr {
+		r.stopTimers()
+		return
+	}
+	if !r.rnrAt.IsZero() && !now.Before(r.rnrAt) {
+		r.rnrAt = time.Time{}
+		r.retry(qp)
+		r.progress(qp, now, tx)
+	}
+	if !r.retransAt.IsZero() && !now.Before(r.retransAt) {
+		r.retransAt = time.Time{}
+		if !r.outstanding(&qp.sq) {
+			return
+		}
+		if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
+			return
+		}
+		qp.host.count(&qp.host.stats.Retransmits)
+		r.retry(qp)
+		r.progress(qp, now, tx)
+		if r.retransAt.IsZero() && r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
+			r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
+		}
+	}
+}
+
+// consumeRetry uses up one retry from *left, or fails the oldest WQE with
+// status and moves the QP to ERR when none is left. It reports whether the
+// caller may retry.
+func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8, status Status) bool {
+	if *left == 0 {
+		w := qp.sq.oldest()
+		w.status = status
+		qp.completeSend(w)
+		qp.fatal(now, tx)
+		return false
+	}
+	if *left != infiniteRetry {
+		*left--
+	}
+	return true
+}
+
+// madeProgress resets the retry counters and re-arms the retransmission
+// timer after an acknowledgement moved the requester forward.
+func (r *requester) madeProgress(qp *QP, now time.Time) {
+	r.retryLeft = qp.attr.RetryCnt
+	r.rnrLeft = qp.attr.RNRRetry
+	if r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
+		r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
+	} else {
+		r.retransAt = time.Time{}
+	}
+}

@@ -1,0 +1,483 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/rdma-go/rdma-go/wire"
+)
+
+type msgKind uint8
+
+const (
+	msgNone msgKind = iota
+	msgSend
+	msgWrite
+)
+
+// resource is a responder resource: a READ or atomic kept so that a
+// duplicate request can be answered again (rxe's responder resources).
+type resource struct {
+	valid    bool
+	atomic   bool
+	firstPSN wire.PSN
+	lastPSN  wire.PSN
+	va       uint64
+	rkey     uint32
+	length   uint32
+	orig     uint64
+}
+
+// responder is the receive side of an RC QP.
+type responder struct {
+	ePSN    wire.PSN // next expected PSN
+	msn     uint32
+	nakSent bool // a PSN sequence NAK is outstanding
+
+	kind    msgKind
+	cur     *recvWQE // receive being filled by a multi-packet SEND
+	curOff  int
+	wrBuf   []byte // target of the WRITE in progress
+	wrOff   int
+	wrTotal int
+
+	res     []resource
+	resNext int
+
+	ackPending bool
+	ackPSN     wire.PSN
+	onPending  bool // queued on the host's pending-ACK list
+}
+
+func (s *responder) reset(p wire.PSN) {
+	res := s.res
+	for i := range res {
+		res[i] = resource{}
+	}
+	*s = responder{ePSN: p, res: res}
+}
+
+func (s *responder) resizeResources(n int) {
+	n = max(n, 1)
+	if len(s.res) != n {
+		s.res = make([]resource, n)
+		s.resNext = 0
+	}
+}
+
+func (s *responder) saveResource(r resource) {
+	s.res[s.resNext] = r
+	s.resNext = (s.resNext + 1) % len(s.res)
+}
+
+// handleRequest is the responder: it checks and executes one request packet
+// (rxe's order of checks, spec §6.3).
+func (qp *QP) handleRequest(now time.Time, p *wire.Packet, tx *txBatch) {
+	s := &qp.rsp
+	if qp.st != StateRTR && qp.st != StateRTS && qp.st != StateSQD {
+		qp.host.count(&qp.host.stats.DropState)
+		return
+	}
+	psn := p.BTH.PSN()
+	switch c := psn.Cmp(s.ePSN); {
+	case c > 0:
+		qp.host.count(&qp.host.stats.DropOutOfSequence)
+		if !s.nakSent {
+			s.nakSent = true
+			qp.sendAck(tx, wire.SyndromePSNSeqErr, s.ePSN)
+		}
+		return
+	case c < 0:
+		qp.host.count(&qp.host.stats.Duplicates)
+		qp.duplicate(p, psn, tx)
+		return
+	}
+	s.nakSent = false
+	f := p.Flags
+	n := len(p.Payload)
+
+	// Opcode sequence (step 5).
+	cont := f&(wire.IsMiddle|wire.IsLast) != 0 && f&wire.IsFirst == 0
+	switch s.kind {
+	case msgSend:
+		if !(f&wire.IsSend != 0 && cont) {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	case msgWrite:
+		if !(f&wire.IsWrite != 0 && cont) {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	default:
+		if cont {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	}
+	// QP access flags (step 6).
+	var need uint32
+	switch {
+	case f&(wire.IsWrite|wire.IsAtomicWrite) != 0:
+		need = AccessRemoteWrite
+	case f&wire.IsRead != 0:
+		need = AccessRemoteRead
+	case f&wire.IsAtomic != 0:
+		need = AccessRemoteAtomic
+	}
+	if qp.attr.AccessFlags&need != need {
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return
+	}
+	// Lengths (step 8).
+	switch {
+	case f&wire.IsFirst != 0 && f&wire.IsLast == 0, f&wire.IsMiddle != 0:
+		if n != qp.mtu {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	case f&wire.IsFirst == 0: // LAST
+		if n < 1 || n > qp.mtu {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	default: // ONLY
+		if n > qp.mtu {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return
+		}
+	}
+	if f&wire.HasPayload != 0 && p.BTH.PadCount() != wire.Pad(n) {
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return
+	}
+
+	switch {
+	case f&wire.IsSend != 0:
+		if !qp.executeSend(now, p, tx) {
+			return
+		}
+	case f&wire.IsWrite != 0:
+		if !qp.executeWrite(now, p, tx) {
+			return
+		}
+	case f&wire.IsRead != 0:
+		qp.executeRead(now, p, tx)
+		return
+	case f&wire.IsAtomic != 0:
+		qp.executeAtomic(now, p, tx)
+		return
+	default:
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return
+	}
+	s.ePSN = psn.Next()
+	if p.BTH.AckReq() {
+		qp.deferAck(psn)
+	}
+}
+
+// requestError answers a class A/C error: a NAK with the offending PSN, an
+// error completion for a receive already taken, and the QP to ERR.
+func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Syndrome, st Status) {
+	qp.host.count(&qp.host.stats.RequestErrors)
+	s := &qp.rsp
+	qp.sendAck(tx, syn, psn)
+	if s.cur != nil {
+		qp.pushRecv(&Completion{WRID: s.cur.id, Status: st, QPN: qp.qpn})
+		s.cur = nil
+	}
+	qp.fatal(now, tx)
+}
+
+// takeRecv returns the receive WQE for a packet that needs one, or sends an
+// RNR NAK and returns nil.
+func (qp *QP) takeRecv(tx *txBatch, psn wire.PSN) *recvWQE {
+	if qp.rq.empty() {
+		qp.host.count(&qp.host.stats.RNRNAKsSent)
+		qp.sendAck(tx, wire.RNRSyndrome(qp.attr.MinRNRTimer), psn)
+		return nil
+	}
+	return qp.rq.pop()
+}
+
+func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
+	s := &qp.rsp
+	psn := p.BTH.PSN()
+	if p.Flags&wire.IsFirst != 0 {
+		r := qp.takeRecv(tx, psn)
+		if r == nil {
+			return false
+		}
+		s.cur, s.curOff, s.kind = r, 0, msgSend
+	}
+	r := s.cur
+	n := len(p.Payload)
+	if s.curOff+n > r.length {
+		qp.host.count(&qp.host.stats.RequestErrors)
+		qp.sendAck(tx, wire.SyndromeInvalidReq, psn)
+		qp.pushRecv(&Completion{WRID: r.id, Status: StatusLocLenErr, QPN: qp.qpn})
+		s.cur = nil
+		qp.fatal(now, tx)
+		return false
+	}
+	copyTo(r.segs, s.curOff, p.Payload)
+	s.curOff += n
+	if p.Flags&wire.IsLast == 0 {
+		return true
+	}
+	c := Completion{WRID: r.id, Opcode: WCRecv, ByteLen: uint32(s.curOff), QPN: qp.qpn, SrcQP: qp.attr.DestQPN}
+	if imm := p.ImmDt(); imm != nil {
+		c.Flags |= WCFlagWithImm
+		c.Imm = imm.Imm()
+	}
+	if ieth := p.IETH(); ieth != nil {
+		if !qp.host.mem.Invalidate(qp.cfg.PD, ieth.RKey()) {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return false
+		}
+		c.Flags |= WCFlagWithInv
+		c.Imm = ieth.RKey()
+	}
+	s.cur, s.kind = nil, msgNone
+	s.msn = (s.msn + 1) & 0xFFFFFF
+	qp.pushRecv(&c)
+	return true
+}
+
+func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
+	s := &qp.rsp
+	psn := p.BTH.PSN()
+	n := len(p.Payload)
+	f := p.Flags
+	if f&wire.IsFirst != 0 {
+		reth := p.RETH()
+		total := reth.DMALen()
+		if total > 1<<31 || (f&wire.IsLast != 0 && int(total) != n) || (f&wire.IsLast == 0 && int(total) <= n) {
+			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+			return false
+		}
+		var buf []byte
+		if total > 0 {
+			b, err := qp.host.mem.Remote(qp.cfg.PD, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
+			if err != nil {
+				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
+				return false
+			}
+			buf = b
+		}
+		s.wrBuf, s.wrOff, s.wrTotal, s.kind = buf, 0, int(total), msgWrite
+	}
+	last := f&wire.IsLast != 0
+	if s.wrOff+n > s.wrTotal || (last && s.wrOff+n != s.wrTotal) {
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return false
+	}
+	var r *recvWQE
+	if last && f&wire.NeedsRecvWQE != 0 {
+		if r = qp.takeRecv(tx, psn); r == nil {
+			return false
+		}
+	}
+	copy(s.wrBuf[s.wrOff:], p.Payload)
+	s.wrOff += n
+	if !last {
+		return true
+	}
+	s.kind, s.wrBuf = msgNone, nil
+	s.msn = (s.msn + 1) & 0xFFFFFF
+	if r != nil {
+		qp.pushRecv(&Completion{WRID: r.id, Opcode: WCRecvRDMAWithImm, Flags: WCFlagWithImm,
+			Imm: p.ImmDt().Imm(), ByteLen: uint32(s.wrTotal), QPN: qp.qpn, SrcQP: qp.attr.DestQPN})
+	}
+	return true
+}
+
+func (qp *QP) executeRead(now time.Time, p *wire.Packet, tx *txBatch) {
+	s := &qp.rsp
+	psn := p.BTH.PSN()
+	reth := p.RETH()
+	total := reth.DMALen()
+	if qp.attr.MaxDestRDAtomic == 0 || total > 1<<31 {
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return
+	}
+	if total > 0 {
+		if _, err := qp.host.mem.Remote(qp.cfg.PD, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
+			qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
+			return
+		}
+	}
+	npkts := max(1, (int(total)+qp.mtu-1)/qp.mtu)
+	last := psn.Add(npkts - 1)
+	s.saveResource(resource{valid: true, firstPSN: psn, lastPSN: last, va: reth.VA(), rkey: reth.RKey(), length: total})
+	s.msn = (s.msn + 1) & 0xFFFFFF
+	s.ePSN = last.Next()
+	qp.sendReadResponses(now, tx, psn, reth.VA(), reth.RKey(), total)
+}
+
+// sendReadResponses sends the responses of a READ of length bytes at va,
+// numbered from psn. The MR is checked again for every packet, as rxe does.
+func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uint64, rkey, length uint32) {
+	qp.clearDeferredAck(tx, psn)
+	off := 0
+	for {
+		n := min(qp.mtu, int(length)-off)
+		first, last := off == 0, off+n == int(length)
+		var op wire.Opcode
+		switch {
+		case first && last:
+			op = wire.RCReadResponseOnly
+		case first:
+			op = wire.RCReadResponseFirst
+		case last:
+			op = wire.RCReadResponseLast
+		default:
+			op = wire.RCReadResponseMiddle
+		}
+		var src []byte
+		if n > 0 {
+			b, err := qp.host.mem.Remote(qp.cfg.PD, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
+			if err != nil {
+				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
+				return
+			}
+			src = b
+		}
+		b := tx.packet(qp, op, n)
+		h := wire.BTHLen
+		if op.Has(wire.HasAETH) {
+			wire.AETH(b[h:]).Encode(wire.SyndromeACK, qp.rsp.msn)
+			h += wire.AETHLen
+		}
+		copy(b[h:], src)
+		wire.BTH(b).Encode(op, false, wire.Pad(n), qp.attr.DestQPN, false, psn)
+		tx.commit(qp, b)
+		if last {
+			return
+		}
+		off += n
+		psn = psn.Next()
+	}
+}
+
+func (qp *QP) executeAtomic(now time.Time, p *wire.Packet, tx *txBatch) {
+	s := &qp.rsp
+	psn := p.BTH.PSN()
+	a := p.AtomicETH()
+	if qp.attr.MaxDestRDAtomic == 0 || a.VA()%8 != 0 {
+		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
+		return
+	}
+	w, err := qp.host.mem.Remote(qp.cfg.PD, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
+	if err != nil {
+		qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
+		return
+	}
+	op := WRCompareSwap
+	if p.Op == wire.RCFetchAdd {
+		op = WRFetchAdd
+	}
+	var orig uint64
+	if op == WRFetchAdd {
+		orig = doAtomic(w, op, a.SwapAdd(), 0)
+	} else {
+		orig = doAtomic(w, op, a.Compare(), a.SwapAdd())
+	}
+	s.saveResource(resource{valid: true, atomic: true, firstPSN: psn, lastPSN: psn, orig: orig})
+	s.msn = (s.msn + 1) & 0xFFFFFF
+	s.ePSN = psn.Next()
+	qp.sendAtomicAck(tx, psn, orig)
+}
+
+// duplicate answers a request whose PSN is before the expected one.
+func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
+	s := &qp.rsp
+	switch {
+	case p.Flags&wire.IsRead != 0:
+		reth := p.RETH()
+		for i := range s.res {
+			r := &s.res[i]
+			if !r.valid || r.atomic || psn.Before(r.firstPSN) || psn.After(r.lastPSN) {
+				continue
+			}
+			va, n := reth.VA(), uint64(reth.DMALen())
+			if reth.RKey() != r.rkey || va < r.va || va+n > r.va+uint64(r.length) {
+				break
+			}
+			qp.sendReadResponses(time.Time{}, tx, psn, va, r.rkey, uint32(n))
+			return
+		}
+		qp.host.count(&qp.host.stats.DropDuplicate)
+	case p.Flags&wire.IsAtomic != 0:
+		for i := range s.res {
+			r := &s.res[i]
+			if r.valid && r.atomic && r.firstPSN == psn {
+				qp.sendAtomicAck(tx, psn, r.orig)
+				return
+			}
+		}
+		qp.host.count(&qp.host.stats.DropDuplicate)
+	default:
+		qp.deferAck(s.ePSN.Add(-1))
+	}
+}
+
+// deferAck records that an ACK for psn is owed. ACKs are coalesced: the host
+// sends one per QP after each received batch.
+func (qp *QP) deferAck(psn wire.PSN) {
+	s := &qp.rsp
+	if !s.ackPending || psn.After(s.ackPSN) {
+		s.ackPSN = psn
+	}
+	s.ackPending = true
+	if !s.onPending {
+		s.onPending = true
+		qp.host.pending = append(qp.host.pending, qp)
+	}
+}
+
+// clearDeferredAck is called before another response with PSN psn goes out:
+// a later response implies the ACK; an earlier one must not overtake it.
+func (qp *QP) clearDeferredAck(tx *txBatch, psn wire.PSN) {
+	s := &qp.rsp
+	if !s.ackPending {
+		return
+	}
+	s.ackPending = false
+	if psn.Before(s.ackPSN) {
+		qp.writeAck(tx, wire.SyndromeACK, s.ackPSN)
+	}
+}
+
+// flushDeferredAck sends a coalesced ACK if one is owed.
+func (qp *QP) flushDeferredAck(tx *txBatch) {
+	s := &qp.rsp
+	s.onPending = false
+	if s.ackPending && qp.st != StateErr {
+		s.ackPending = false
+		qp.writeAck(tx, wire.SyndromeACK, s.ackPSN)
+	}
+	s.ackPending = false
+}
+
+// sendAck sends an ACKNOWLEDGE packet (ACK, RNR NAK or NAK) now.
+func (qp *QP) sendAck(tx *txBatch, syn wire.Syndrome, psn wire.PSN) {
+	qp.clearDeferredAck(tx, psn)
+	qp.writeAck(tx, syn, psn)
+}
+
+func (qp *QP) writeAck(tx *txBatch, syn wire.Syndrome, psn wire.PSN) {
+	b := tx.packet(qp, wire.RCAck, 0)
+	wire.AETH(b[wire.BTHLen:]).Encode(syn, qp.rsp.msn)
+	wire.BTH(b).Encode(wire.RCAck, false, 0, qp.attr.DestQPN, false, psn)
+	tx.commit(qp, b)
+}
+
+func (qp *QP) sendAtomicAck(tx *txBatch, psn wire.PSN, orig uint64) {
+	qp.clearDeferredAck(tx, psn)
+	b := tx.packet(qp, wire.RCAtomicAck, 0)
+	wire.AETH(b[wire.BTHLen:]).Encode(wire.SyndromeACK, qp.rsp.msn)
+	wire.AtomicAckETH(b[wire.BTHLen+wire.AETHLen:]).SetOrigValue(orig)
+	wire.BTH(b).Encode(wire.RCAtomicAck, false, 0, qp.attr.DestQPN, false, psn)
+	tx.commit(qp, b)
+}
