@@ -6,4 +6,5 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	pgregory.net/rapid v1.3.0
 )

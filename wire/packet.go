@@ -23,7 +23,7 @@ type Packet struct {
 }
 
 // Parse checks that b holds a complete packet of a known opcode and fills p.
-// It does not verify the ICRC (see ICRC) or any transport rule. It never
+// It does not verify the ICRC (see VerifyICRC) or any transport rule. It never
 // panics on any input.
 func (p *Packet) Parse(b []byte) error {
 	if len(b) < BTHLen+ICRCLen {
