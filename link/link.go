@@ -36,7 +36,8 @@ type Link interface {
 	Send(batch []Datagram) error
 	// Receive fills up to len(batch) datagrams, blocking until at least one
 	// arrives or the link is closed. Each batch[i].Buf must have room for a
-	// datagram (cap is used; Buf is resliced to the received length).
+	// datagram (cap is used; Buf is resliced to the received length); a
+	// datagram longer than cap(Buf) is dropped and counted, not truncated.
 	Receive(batch []Datagram) (n int, err error)
 	// LocalAddr returns the address and port this link receives on.
 	LocalAddr() netip.AddrPort

@@ -1,0 +1,405 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults of UDPOptions.
+const (
+	// DefaultMaxSourcePorts is the default cap on extra source-port sockets
+	// per UDP link.
+	DefaultMaxSourcePorts = 256
+	// DefaultSocketBuffer is the default SO_RCVBUF/SO_SNDBUF size of the
+	// main socket.
+	DefaultSocketBuffer = 8 << 20
+)
+
+// UDPOptions tune a UDP link. The zero value gives the production settings.
+type UDPOptions struct {
+	// Port is the local UDP port to receive on. 0 means RoCEPort (4791).
+	// Other values are for tests: real RoCEv2 peers send only to 4791.
+	Port uint16
+	// MaxSourcePorts caps the number of extra send-only sockets that
+	// SourcePort may open. 0 means DefaultMaxSourcePorts; a negative value
+	// disables them, so every datagram leaves from Port.
+	MaxSourcePorts int
+	// SocketBuffer is the SO_RCVBUF and SO_SNDBUF size asked for the main
+	// socket. 0 means DefaultSocketBuffer; a negative value keeps the
+	// kernel's default. The kernel may grant less (net.core.rmem_max) unless
+	// the process may use SO_RCVBUFFORCE.
+	SocketBuffer int
+	// Logger receives debug logs (socket options that could not be set,
+	// source ports that could not be bound, send drops). nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// UDPStats counts what a UDP link has done since it was opened.
+type UDPStats struct {
+	// Sent counts datagrams the kernel accepted for transmission.
+	Sent uint64
+	// SendDrops counts datagrams dropped on send: socket buffer full
+	// (EAGAIN, ENOBUFS), no route, too big for the path MTU, or a destination
+	// of the wrong address family.
+	SendDrops uint64
+	// Received counts datagrams returned by Receive.
+	Received uint64
+	// ReceiveDrops counts received datagrams discarded because they did not
+	// fit the buffer given to Receive.
+	ReceiveDrops uint64
+	// SourcePorts is the number of extra source-port sockets now open.
+	SourcePorts int
+}
+
+// UDP is the real Link: a UDP socket bound to one local address and port
+// (4791 in production) with batched I/O (recvmmsg/sendmmsg on Linux), plus
+// lazily opened send-only sockets for per-QP source ports (see SourcePort).
+//
+// On IPv4 every socket sets IP_MTU_DISCOVER=IP_PMTUDISC_DO and is never
+// connected, so Linux sends each datagram with DF set and IP ID 0, which is
+// what the ICRC of a sent packet must be computed with. UDP checksums are
+// sent as 0 (SO_NO_CHECK, UDP_NO_CHECK6_TX) like rdma_rxe, and IPv6
+// datagrams with checksum 0 are accepted (UDP_NO_CHECK6_RX).
+//
+// UDP implements Link: Send is safe for concurrent use; Receive must be
+// called from one goroutine at a time (concurrent calls are serialized).
+type UDP struct {
+	local  netip.AddrPort
+	is4    bool
+	scope  uint32 // IPv6 scope ID of a link-local local address
+	log    *slog.Logger
+	maxSrc int
+
+	main *udpSock
+	// extra maps a source port to its send-only socket. It is copied on
+	// write (at most maxSrc times) so Send can read it without locking.
+	extra atomic.Pointer[map[uint16]*udpSock]
+
+	mu     sync.Mutex // guards failed, nExtra and closing
+	failed map[uint16]struct{}
+	nExtra int
+
+	closed atomic.Bool
+	once   sync.Once
+
+	recvMu sync.Mutex
+	recv   recvState // OS-specific receive scratch space, guarded by recvMu
+
+	sent, sendDrops, received, recvDrops atomic.Uint64
+}
+
+// udpSock is one bound UDP socket.
+type udpSock struct {
+	conn *net.UDPConn
+	rc   syscall.RawConn
+	port uint16
+}
+
+var _ Link = (*UDP)(nil)
+
+// ListenUDP opens a UDP link on addr:4791 (or addr:opts.Port). addr must be
+// a specific unicast address of this host: the link binds it exactly, so
+// every received datagram was sent to it. An IPv4-mapped IPv6 address is
+// treated as IPv4; an IPv6 address gets an IPv6-only socket.
+//
+// If the port is taken the error wraps syscall.EADDRINUSE and says so.
+func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
+	if !addr.IsValid() {
+		return nil, errors.New("link: ListenUDP: invalid address")
+	}
+	addr = addr.Unmap()
+	if addr.IsUnspecified() || addr.IsMulticast() {
+		return nil, fmt.Errorf("link: ListenUDP: %s is not a unicast address of this host; bind the device to a specific address", addr)
+	}
+	port := opts.Port
+	if port == 0 {
+		port = RoCEPort
+	}
+	u := &UDP{
+		local:  netip.AddrPortFrom(addr, port),
+		is4:    addr.Is4(),
+		log:    opts.Logger,
+		maxSrc: opts.MaxSourcePorts,
+		failed: make(map[uint16]struct{}),
+	}
+	if u.log == nil {
+		u.log = slog.Default()
+	}
+	switch {
+	case u.maxSrc == 0:
+		u.maxSrc = DefaultMaxSourcePorts
+	case u.maxSrc < 0:
+		u.maxSrc = 0
+	}
+	if !u.is4 && addr.Zone() != "" {
+		ifi, err := net.InterfaceByName(addr.Zone())
+		if err != nil {
+			return nil, fmt.Errorf("link: ListenUDP %s: zone: %w", addr, err)
+		}
+		u.scope = uint32(ifi.Index)
+	}
+	buf := opts.SocketBuffer
+	if buf == 0 {
+		buf = DefaultSocketBuffer
+	}
+	s, err := u.open(port, buf, false)
+	if err != nil {
+		return nil, err
+	}
+	u.main = s
+	u.recv.init(maxBatch)
+	empty := map[uint16]*udpSock{}
+	u.extra.Store(&empty)
+	return u, nil
+}
+
+// open binds a socket on the link's address and the given port with the
+// RoCE socket options. sendOnly sockets get a small receive buffer and a
+// filter that discards anything sent to them.
+func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
+	ap := netip.AddrPortFrom(u.local.Addr(), port)
+	network := "udp6"
+	if u.is4 {
+		network = "udp4"
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = setSocketOptions(fd, u.is4, buf, sendOnly, u.log)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	pc, err := lc.ListenPacket(context.Background(), network, ap.String())
+	if err != nil {
+		return nil, bindError(ap, err)
+	}
+	conn := pc.(*net.UDPConn)
+	if portableBuffers && buf > 0 {
+		if err := conn.SetReadBuffer(buf); err != nil {
+			u.log.Debug("link: cannot set socket option", "option", "SO_RCVBUF", "err", err)
+		}
+		if err := conn.SetWriteBuffer(buf); err != nil {
+			u.log.Debug("link: cannot set socket option", "option", "SO_SNDBUF", "err", err)
+		}
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("link: UDP %s: %w", ap, err)
+	}
+	return &udpSock{conn: conn, rc: rc, port: port}, nil
+}
+
+// bindError explains a failed bind.
+func bindError(ap netip.AddrPort, err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("link: UDP %s is already in use (another rdma-go device or the kernel's rdma_rxe owns it); bind the device to another address, e.g. another 127.0.0.x: %w", ap, err)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return fmt.Errorf("link: UDP %s: the address is not assigned to any interface of this host; use one of its own addresses: %w", ap, err)
+	case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("link: UDP %s: permission denied: %w", ap, err)
+	}
+	return fmt.Errorf("link: UDP %s: %w", ap, err)
+}
+
+// LocalAddr returns the address and port the link receives on.
+func (u *UDP) LocalAddr() netip.AddrPort { return u.local }
+
+// MaxBatch returns the number of datagrams one system call moves.
+func (u *UDP) MaxBatch() int { return maxBatch }
+
+// SourcePort returns the UDP source port that datagrams sent with Src port
+// want will carry. The first time a port is asked for, the link tries to bind
+// a send-only socket on its address and that port; if the port is taken (or
+// the cap of UDPOptions.MaxSourcePorts is reached, or the link is closed) it
+// returns the link's own port, for that port from then on. Both results are
+// remembered, so repeated calls are cheap and stable, except that a port
+// refused only because of the cap or Close is not remembered as failed.
+func (u *UDP) SourcePort(want uint16) uint16 {
+	own := u.local.Port()
+	if want == 0 || want == own {
+		return own
+	}
+	if _, ok := (*u.extra.Load())[want]; ok {
+		return want
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	cur := *u.extra.Load()
+	if _, ok := cur[want]; ok {
+		return want
+	}
+	if _, bad := u.failed[want]; bad || u.closed.Load() || len(cur) >= u.maxSrc {
+		return own
+	}
+	s, err := u.open(want, -1, true)
+	if err != nil {
+		u.failed[want] = struct{}{}
+		u.log.Debug("link: source port unavailable, sending from the link's own port",
+			"local", u.local, "port", want, "err", err)
+		return own
+	}
+	next := make(map[uint16]*udpSock, len(cur)+1)
+	for p, x := range cur {
+		next[p] = x
+	}
+	next[want] = s
+	u.extra.Store(&next)
+	u.log.Debug("link: opened source-port socket", "local", u.local, "port", want)
+	return want
+}
+
+// Send transmits the datagrams in order. Each leaves from the socket bound
+// to its Src.Port() when SourcePort opened one, and from the link's own
+// socket otherwise. Datagrams the kernel refuses are dropped and counted in
+// Stats; the error is ErrClosed after Close, or an unexpected socket error.
+func (u *UDP) Send(batch []Datagram) error {
+	if u.closed.Load() {
+		return ErrClosed
+	}
+	extra := *u.extra.Load()
+	for i := 0; i < len(batch); {
+		s := u.sockFor(batch[i].Src.Port(), extra)
+		j := i + 1
+		for j < len(batch) && u.sockFor(batch[j].Src.Port(), extra) == s {
+			j++
+		}
+		if err := u.sendOn(s, batch[i:j]); err != nil {
+			if u.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return ErrClosed
+			}
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+func (u *UDP) sockFor(port uint16, extra map[uint16]*udpSock) *udpSock {
+	if port == 0 || port == u.main.port {
+		return u.main
+	}
+	if s, ok := extra[port]; ok {
+		return s
+	}
+	return u.main
+}
+
+// Receive fills up to len(batch) datagrams, blocking until at least one
+// arrives, the read deadline passes, or the link is closed. Dst of each is
+// the link's local address. A datagram longer than cap(batch[i].Buf) is
+// discarded and counted in Stats.ReceiveDrops.
+func (u *UDP) Receive(batch []Datagram) (int, error) {
+	if u.closed.Load() {
+		return 0, ErrClosed
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	u.recvMu.Lock()
+	defer u.recvMu.Unlock()
+	n, err := u.receive(batch)
+	if err != nil {
+		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
+			return 0, ErrClosed
+		}
+		return 0, fmt.Errorf("link: UDP %s: receive: %w", u.local, err)
+	}
+	return n, nil
+}
+
+// SetReadDeadline sets a deadline for Receive, as net.Conn does: a Receive
+// blocked past t returns an error that wraps os.ErrDeadlineExceeded. The
+// zero time means no deadline. It is meant for tests and shutdown paths.
+func (u *UDP) SetReadDeadline(t time.Time) error {
+	if err := u.main.conn.SetReadDeadline(t); err != nil {
+		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("link: UDP %s: %w", u.local, err)
+	}
+	return nil
+}
+
+// Stats returns the link's counters.
+func (u *UDP) Stats() UDPStats {
+	return UDPStats{
+		Sent:         u.sent.Load(),
+		SendDrops:    u.sendDrops.Load(),
+		Received:     u.received.Load(),
+		ReceiveDrops: u.recvDrops.Load(),
+		SourcePorts:  len(*u.extra.Load()),
+	}
+}
+
+// Close closes all of the link's sockets and unblocks Receive. It is
+// idempotent; later Send and Receive calls return ErrClosed.
+func (u *UDP) Close() error {
+	var err error
+	u.once.Do(func() {
+		u.mu.Lock()
+		u.closed.Store(true)
+		extra := *u.extra.Load()
+		u.mu.Unlock()
+		errs := []error{u.main.conn.Close()}
+		for _, s := range extra {
+			errs = append(errs, s.conn.Close())
+		}
+		if e := errors.Join(errs...); e != nil {
+			err = fmt.Errorf("link: UDP %s: close: %w", u.local, e)
+		}
+	})
+	return err
+}
+
+// dropErrno reports whether a send error means the datagram was refused by
+// the network (dropped, like a NIC would) rather than the socket being
+// broken, and whether the condition is socket-wide (so the rest of the
+// batch would be refused too).
+func dropErrno(e syscall.Errno) (drop, wide bool) {
+	switch e {
+	case syscall.EAGAIN, syscall.ENOBUFS, syscall.ENOMEM:
+		return true, true
+	case syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH,
+		syscall.EHOSTDOWN, syscall.ENETDOWN, syscall.EMSGSIZE, syscall.EPERM,
+		syscall.EACCES, syscall.EADDRNOTAVAIL, syscall.EINVAL, syscall.EAFNOSUPPORT:
+		return true, false
+	}
+	return false, false
+}
+
+// countDrop records n dropped datagrams and logs why at debug level.
+func (u *UDP) countDrop(n int, why error) {
+	u.sendDrops.Add(uint64(n))
+	if u.log.Enabled(context.Background(), slog.LevelDebug) {
+		u.log.Debug("link: send dropped", "local", u.local, "n", n, "err", why)
+	}
+}
+
+// errBadDst is the reason logged for a datagram whose destination the link
+// cannot reach (wrong address family, port 0).
+var errBadDst = errors.New("destination not reachable from this link's address family")
+
+// dstOK reports whether d can be sent from a link of the given family.
+func dstOK(dst netip.AddrPort, is4 bool) bool {
+	a := dst.Addr()
+	if !a.IsValid() || dst.Port() == 0 {
+		return false
+	}
+	if is4 {
+		return a.Unmap().Is4()
+	}
+	return a.Is6() && !a.Is4In6()
+}

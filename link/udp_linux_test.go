@@ -1,0 +1,694 @@
+//go:build linux
+
+package link
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Tests use loopback addresses only: 127.0.0.0/8 and ::1.
+
+const testTimeout = 5 * time.Second
+
+// listenTest opens a UDP link on addr at a random high port, retrying when
+// the port is taken, and closes it when the test ends.
+func listenTest(t testing.TB, addr string, opts UDPOptions) *UDP {
+	t.Helper()
+	a := netip.MustParseAddr(addr)
+	var err error
+	for range 50 {
+		opts.Port = uint16(20000 + rand.IntN(12000))
+		var u *UDP
+		u, err = ListenUDP(a, opts)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			continue
+		}
+		if err != nil {
+			if a.Is6() && (errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT)) {
+				t.Skipf("IPv6 unavailable: %v", err)
+			}
+			t.Fatalf("ListenUDP(%s): %v", addr, err)
+		}
+		t.Cleanup(func() { u.Close() })
+		return u
+	}
+	t.Fatalf("ListenUDP(%s): no free port: %v", addr, err)
+	return nil
+}
+
+// receiveN receives exactly n datagrams from u (copying them) or fails
+// after testTimeout.
+func receiveN(t testing.TB, u *UDP, n int) []Datagram {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	if err := u.SetReadDeadline(deadline); err != nil {
+		t.Fatal(err)
+	}
+	defer u.SetReadDeadline(time.Time{})
+	batch := make([]Datagram, u.MaxBatch())
+	var got []Datagram
+	for len(got) < n && time.Now().Before(deadline) {
+		for i := range batch {
+			batch[i].Buf = make([]byte, 0, 2048)
+		}
+		k, err := u.Receive(batch[:min(len(batch), n-len(got))])
+		if err != nil {
+			t.Fatalf("Receive after %d of %d datagrams: %v", len(got), n, err)
+		}
+		got = append(got, batch[:k]...)
+	}
+	if len(got) != n {
+		t.Fatalf("received %d datagrams, want %d", len(got), n)
+	}
+	return got
+}
+
+// expectNothing checks that no datagram arrives on u within d.
+func expectNothing(t *testing.T, u *UDP, d time.Duration) {
+	t.Helper()
+	u.SetReadDeadline(time.Now().Add(d))
+	defer u.SetReadDeadline(time.Time{})
+	batch := []Datagram{{Buf: make([]byte, 0, 2048)}}
+	n, err := u.Receive(batch)
+	if err == nil {
+		t.Fatalf("unexpected datagram %x from %v", batch[0].Buf, batch[0].Src)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Receive: n=%d err=%v, want deadline exceeded", n, err)
+	}
+}
+
+func payload(from string, i, size int) []byte {
+	b := make([]byte, size)
+	copy(b, fmt.Sprintf("%s#%d|", from, i))
+	for j := len(from) + 8; j < size; j++ {
+		b[j] = byte(i + j)
+	}
+	return b
+}
+
+// exchange sends n datagrams from a to b in batches and checks what b gets.
+func exchange(t *testing.T, a, b *UDP, n int) {
+	t.Helper()
+	var batch []Datagram
+	want := map[string]bool{}
+	for i := range n {
+		p := payload(a.LocalAddr().String(), i, 16+(i*37)%1100)
+		want[string(p)] = true
+		batch = append(batch, Datagram{Buf: p, Dst: b.LocalAddr()})
+	}
+	for len(batch) > 0 {
+		k := min(len(batch), 17) // not a multiple of MaxBatch
+		if err := a.Send(batch[:k]); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		batch = batch[k:]
+	}
+	for _, d := range receiveN(t, b, n) {
+		if d.Src != a.LocalAddr() {
+			t.Errorf("Src = %v, want %v", d.Src, a.LocalAddr())
+		}
+		if d.Dst != b.LocalAddr() {
+			t.Errorf("Dst = %v, want %v", d.Dst, b.LocalAddr())
+		}
+		if !want[string(d.Buf)] {
+			t.Errorf("unexpected or duplicate datagram %q...", d.Buf[:min(len(d.Buf), 24)])
+		}
+		delete(want, string(d.Buf))
+	}
+}
+
+func TestUDPExchangeIPv4(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	exchange(t, a, b, 150)
+	exchange(t, b, a, 150)
+	if s := a.Stats(); s.Sent != 150 || s.Received != 150 || s.SendDrops != 0 || s.ReceiveDrops != 0 {
+		t.Errorf("a.Stats() = %+v", s)
+	}
+	if s := b.Stats(); s.Sent != 150 || s.Received != 150 {
+		t.Errorf("b.Stats() = %+v", s)
+	}
+	if a.MaxBatch() != 64 {
+		t.Errorf("MaxBatch = %d", a.MaxBatch())
+	}
+}
+
+func TestUDPExchangeIPv6(t *testing.T) {
+	a := listenTest(t, "::1", UDPOptions{})
+	b := listenTest(t, "::1", UDPOptions{})
+	// Both sides send UDP checksum 0 (UDP_NO_CHECK6_TX), so this also checks
+	// that the receivers accept it (UDP_NO_CHECK6_RX).
+	exchange(t, a, b, 100)
+	exchange(t, b, a, 100)
+}
+
+func TestListenUDPMappedIsIPv4(t *testing.T) {
+	a := listenTest(t, "::ffff:127.0.0.1", UDPOptions{})
+	if got := a.LocalAddr().Addr(); got != netip.MustParseAddr("127.0.0.1") {
+		t.Fatalf("LocalAddr = %v, want 127.0.0.1", got)
+	}
+	b := listenTest(t, "127.0.0.3", UDPOptions{})
+	// A mapped destination works from an IPv4 link.
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(b.LocalAddr().Addr().As16()), b.LocalAddr().Port())
+	if err := a.Send([]Datagram{{Buf: []byte("x"), Dst: mapped}}); err != nil {
+		t.Fatal(err)
+	}
+	d := receiveN(t, b, 1)[0]
+	if d.Src != a.LocalAddr() || string(d.Buf) != "x" {
+		t.Fatalf("got %q from %v", d.Buf, d.Src)
+	}
+}
+
+func TestListenUDPDefaultPort(t *testing.T) {
+	a, err := ListenUDP(netip.AddrFrom4([4]byte{127, 0, byte(100 + rand.IntN(100)), byte(1 + rand.IntN(250))}), UDPOptions{})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		t.Skipf("4791 taken: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.LocalAddr().Port() != RoCEPort {
+		t.Fatalf("port = %d, want %d", a.LocalAddr().Port(), RoCEPort)
+	}
+}
+
+func TestListenUDPBadAddress(t *testing.T) {
+	for _, s := range []string{"0.0.0.0", "::", "224.0.0.1"} {
+		if u, err := ListenUDP(netip.MustParseAddr(s), UDPOptions{}); err == nil {
+			u.Close()
+			t.Errorf("ListenUDP(%s) succeeded", s)
+		}
+	}
+	if _, err := ListenUDP(netip.Addr{}, UDPOptions{}); err == nil {
+		t.Error("ListenUDP(invalid) succeeded")
+	}
+}
+
+func TestUDPAddrInUse(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	u, err := ListenUDP(a.LocalAddr().Addr(), UDPOptions{Port: a.LocalAddr().Port()})
+	if err == nil {
+		u.Close()
+		t.Fatal("second ListenUDP on the same address succeeded")
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("error does not wrap EADDRINUSE: %v", err)
+	}
+	t.Log(err)
+	msg := err.Error()
+	for _, s := range []string{a.LocalAddr().String(), "already in use", "rdma_rxe", "another address"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("error %q does not mention %q", msg, s)
+		}
+	}
+}
+
+func TestUDPCloseUnblocksReceive(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Receive([]Datagram{{Buf: make([]byte, 0, 2048)}})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let Receive block
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Receive after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Close did not unblock Receive")
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := a.Receive([]Datagram{{Buf: make([]byte, 0, 16)}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Receive after Close: %v", err)
+	}
+	if err := a.Send([]Datagram{{Buf: []byte("x"), Dst: a.LocalAddr()}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after Close: %v", err)
+	}
+	if p := a.SourcePort(40000); p != a.LocalAddr().Port() {
+		t.Errorf("SourcePort after Close = %d", p)
+	}
+}
+
+func TestUDPSourcePort(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{MaxSourcePorts: 2})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	own := a.LocalAddr().Port()
+	if p := a.SourcePort(0); p != own {
+		t.Errorf("SourcePort(0) = %d, want %d", p, own)
+	}
+	if p := a.SourcePort(own); p != own {
+		t.Errorf("SourcePort(own) = %d, want %d", p, own)
+	}
+
+	// A port someone else holds falls back to the own port, and stays so.
+	taken, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takenPort := uint16(taken.LocalAddr().(*net.UDPAddr).Port)
+	if p := a.SourcePort(takenPort); p != own {
+		t.Errorf("SourcePort(taken %d) = %d, want %d", takenPort, p, own)
+	}
+	taken.Close()
+	if p := a.SourcePort(takenPort); p != own {
+		t.Errorf("SourcePort(taken %d) second time = %d, want cached %d", takenPort, p, own)
+	}
+
+	// Free ports (rxe's range 0xC000..0xFFFF) are bound.
+	var ports []uint16
+	for i := 0; len(ports) < 2 && i < 100; i++ {
+		want := uint16(0xC000 + rand.IntN(0x3FFF))
+		if p := a.SourcePort(want); p == want {
+			ports = append(ports, want)
+		}
+	}
+	if len(ports) < 2 {
+		t.Fatalf("could bind only %d free source ports", len(ports))
+	}
+	if p := a.SourcePort(ports[0]); p != ports[0] {
+		t.Errorf("SourcePort(%d) again = %d", ports[0], p)
+	}
+	if n := a.Stats().SourcePorts; n != 2 {
+		t.Errorf("Stats().SourcePorts = %d, want 2", n)
+	}
+	// The cap is reached.
+	if p := a.SourcePort(ports[1] ^ 1); p != own {
+		t.Errorf("SourcePort beyond the cap = %d, want %d", p, own)
+	}
+
+	// Send through all of them in one batch; b sees the chosen ports, in order.
+	srcs := []uint16{ports[0], 0, ports[1], ports[1], takenPort, own, ports[0], 55555}
+	want := []uint16{ports[0], own, ports[1], ports[1], own, own, ports[0], own}
+	if ports[0] == 55555 || ports[1] == 55555 {
+		want[7] = 55555
+	}
+	var batch []Datagram
+	for i, s := range srcs {
+		batch = append(batch, Datagram{
+			Buf: []byte{byte(i)},
+			Src: netip.AddrPortFrom(netip.MustParseAddr("127.9.9.9"), s), // Src.Addr is ignored
+			Dst: b.LocalAddr(),
+		})
+	}
+	if err := a.Send(batch); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveN(t, b, len(batch))
+	seen := map[byte]uint16{}
+	for _, d := range got {
+		if d.Src.Addr() != a.LocalAddr().Addr() {
+			t.Errorf("Src addr = %v", d.Src.Addr())
+		}
+		seen[d.Buf[0]] = d.Src.Port()
+	}
+	for i, w := range want {
+		if seen[byte(i)] != w {
+			t.Errorf("datagram %d: source port %d, want %d", i, seen[byte(i)], w)
+		}
+	}
+	// Disabled source ports.
+	c := listenTest(t, "127.0.0.1", UDPOptions{MaxSourcePorts: -1})
+	if p := c.SourcePort(ports[0] + 1); p != c.LocalAddr().Port() {
+		t.Errorf("SourcePort with MaxSourcePorts<0 = %d", p)
+	}
+}
+
+func TestUDPSendDrops(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	batch := []Datagram{
+		{Buf: []byte("v6"), Dst: netip.MustParseAddrPort("[::1]:4791")},          // wrong family
+		{Buf: []byte("port0"), Dst: netip.AddrPortFrom(b.LocalAddr().Addr(), 0)}, // port 0
+		{Buf: make([]byte, 65520), Dst: b.LocalAddr()},                           // > lo MTU with DF: EMSGSIZE
+		{Buf: []byte("ok"), Dst: b.LocalAddr()},
+		{}, // no destination
+	}
+	if err := a.Send(batch); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	s := a.Stats()
+	if s.Sent != 1 || s.SendDrops != 4 {
+		t.Errorf("Stats = %+v, want Sent 1, SendDrops 4", s)
+	}
+	if d := receiveN(t, b, 1)[0]; string(d.Buf) != "ok" {
+		t.Errorf("got %q", d.Buf)
+	}
+	v6 := listenTest(t, "::1", UDPOptions{})
+	if err := v6.Send([]Datagram{{Buf: []byte("v4"), Dst: b.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := v6.Stats(); s.SendDrops != 1 {
+		t.Errorf("IPv6 link sending to IPv4: Stats = %+v", s)
+	}
+}
+
+func TestUDPReceiveTruncated(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	if err := a.Send([]Datagram{
+		{Buf: bytes.Repeat([]byte("L"), 100), Dst: b.LocalAddr()},
+		{Buf: []byte("short"), Dst: b.LocalAddr()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetReadDeadline(time.Now().Add(testTimeout))
+	batch := []Datagram{{Buf: make([]byte, 0, 10)}, {Buf: make([]byte, 0, 10)}}
+	var got []string
+	for i := 0; i < 5 && len(got) == 0; i++ {
+		n, err := b.Receive(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range batch[:n] {
+			got = append(got, string(d.Buf))
+		}
+	}
+	if len(got) != 1 || got[0] != "short" {
+		t.Fatalf("got %q, want [short]", got)
+	}
+	if s := b.Stats(); s.ReceiveDrops != 1 || s.Received != 1 {
+		t.Errorf("Stats = %+v", s)
+	}
+	if cap(batch[0].Buf) != 10 || cap(batch[1].Buf) != 10 {
+		t.Errorf("buffers lost: caps %d %d", cap(batch[0].Buf), cap(batch[1].Buf))
+	}
+}
+
+func TestUDPConcurrentSend(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	var ports []uint16
+	for i := 0; len(ports) < 3 && i < 50; i++ {
+		w := uint16(0xC000 + rand.IntN(0x3FFF))
+		if a.SourcePort(w) == w {
+			ports = append(ports, w)
+		}
+	}
+	ports = append(ports, 0)
+	const senders, per = 4, 64
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i += 8 {
+				var batch []Datagram
+				for j := i; j < i+8; j++ {
+					batch = append(batch, Datagram{
+						Buf: []byte{byte(g), byte(j)},
+						Src: netip.AddrPortFrom(netip.Addr{}, ports[(g+j)%len(ports)]),
+						Dst: b.LocalAddr(),
+					})
+				}
+				if err := a.Send(batch); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	got := receiveN(t, b, senders*per)
+	wg.Wait()
+	seen := map[[2]byte]bool{}
+	for _, d := range got {
+		k := [2]byte{d.Buf[0], d.Buf[1]}
+		if seen[k] {
+			t.Errorf("duplicate %v", k)
+		}
+		seen[k] = true
+	}
+	if s := a.Stats(); s.Sent != senders*per || s.SendDrops != 0 {
+		t.Errorf("Stats = %+v", s)
+	}
+}
+
+// TestUDPSendRecvAllocs checks that a steady-state send and receive of a
+// full batch does not allocate.
+func TestUDPSendRecvAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under the race detector")
+	}
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	w := uint16(0xC000 + rand.IntN(0x3FFF))
+	a.SourcePort(w)
+	out, in := makeBatches(a, b, 64, 1084)
+	for i := range out {
+		if i%2 == 0 {
+			out[i].Src = netip.AddrPortFrom(netip.Addr{}, w)
+		}
+	}
+	b.SetReadDeadline(time.Now().Add(testTimeout))
+	allocs := testing.AllocsPerRun(50, func() { sendRecv(t, a, b, out, in) })
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per batch of %d, want 0", allocs, len(out))
+	}
+}
+
+func makeBatches(a, b *UDP, n, size int) (out, in []Datagram) {
+	out = make([]Datagram, n)
+	in = make([]Datagram, n)
+	for i := range out {
+		out[i] = Datagram{Buf: make([]byte, size), Dst: b.LocalAddr()}
+		in[i] = Datagram{Buf: make([]byte, 0, 2048)}
+	}
+	return out, in
+}
+
+// sendRecv sends out from a to b and receives all of it into in.
+func sendRecv(t testing.TB, a, b *UDP, out, in []Datagram) {
+	if err := a.Send(out); err != nil {
+		t.Fatal(err)
+	}
+	for got := 0; got < len(out); {
+		n, err := b.Receive(in[:len(out)-got])
+		if err != nil {
+			t.Fatalf("Receive after %d of %d: %v", got, len(out), err)
+		}
+		got += n
+	}
+}
+
+func BenchmarkUDPSendRecv(b *testing.B) {
+	for _, size := range []int{64, 1084} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			x := listenTest(b, "127.0.0.1", UDPOptions{})
+			y := listenTest(b, "127.0.0.2", UDPOptions{})
+			out, in := makeBatches(x, y, x.MaxBatch(), size)
+			y.SetReadDeadline(time.Now().Add(time.Minute))
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			// One op is one datagram sent and received.
+			for done := 0; done < b.N; done += len(out) {
+				sendRecv(b, x, y, out[:min(len(out), b.N-done)], in)
+			}
+		})
+	}
+}
+
+// rawSocket opens a raw socket that sees UDP packets, or skips the test.
+func rawSocket(t *testing.T, family int) int {
+	t.Helper()
+	fd, err := unix.Socket(family, unix.SOCK_RAW, unix.IPPROTO_UDP)
+	if err != nil {
+		t.Skipf("raw socket needs CAP_NET_RAW: %v", err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	tv := unix.NsecToTimeval(int64(200 * time.Millisecond))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// rawWait reads from a raw socket until match accepts a packet or the
+// deadline passes.
+func rawWait(t *testing.T, fd int, match func(pkt []byte) bool) {
+	t.Helper()
+	buf := make([]byte, 70000)
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		if match(buf[:n]) {
+			return
+		}
+	}
+	t.Fatal("packet not seen on the raw socket")
+}
+
+// TestUDPWireIPv4 checks what Linux puts on the wire for a sent IPv4
+// datagram: DF set, IP ID 0 (needed to compute the ICRC), UDP checksum 0.
+func TestUDPWireIPv4(t *testing.T) {
+	raw := rawSocket(t, unix.AF_INET)
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	srcs := []uint16{a.LocalAddr().Port()}
+	for i := 0; i < 50 && len(srcs) == 1; i++ {
+		if p := uint16(0xC000 + rand.IntN(0x3FFF)); a.SourcePort(p) == p {
+			srcs = append(srcs, p)
+		}
+	}
+	for _, src := range srcs {
+		for i := range 3 {
+			tag := fmt.Sprintf("wire-%d-%d", src, i)
+			if err := a.Send([]Datagram{{Buf: []byte(tag), Src: netip.AddrPortFrom(netip.Addr{}, src), Dst: b.LocalAddr()}}); err != nil {
+				t.Fatal(err)
+			}
+			rawWait(t, raw, func(p []byte) bool {
+				ihl := int(p[0]&0xF) * 4
+				if len(p) < ihl+8 || !bytes.Equal(p[ihl+8:], []byte(tag)) {
+					return false
+				}
+				id := binary.BigEndian.Uint16(p[4:])
+				flags := binary.BigEndian.Uint16(p[6:])
+				sport := binary.BigEndian.Uint16(p[ihl:])
+				csum := binary.BigEndian.Uint16(p[ihl+6:])
+				t.Logf("%s: ihl=%d id=%#04x flags=%#04x sport=%d udp csum=%#04x", tag, ihl, id, flags, sport, csum)
+				if ihl != 20 || id != 0 || flags != 0x4000 || sport != src || csum != 0 {
+					t.Errorf("%s: ihl=%d id=%#x flags=%#x sport=%d csum=%#x; want 20, 0, 0x4000, %d, 0", tag, ihl, id, flags, sport, csum, src)
+				}
+				return true
+			})
+		}
+	}
+	receiveN(t, b, 3*len(srcs))
+}
+
+// TestUDPWireIPv6 checks that sent IPv6 datagrams carry UDP checksum 0 and
+// that a link accepts a zero-checksum datagram from elsewhere (rxe and NICs
+// send them), while a plain socket would drop it.
+func TestUDPWireIPv6(t *testing.T) {
+	raw := rawSocket(t, unix.AF_INET6)
+	a := listenTest(t, "::1", UDPOptions{})
+	b := listenTest(t, "::1", UDPOptions{})
+
+	t.Run("SendZeroChecksum", func(t *testing.T) {
+		if err := a.Send([]Datagram{{Buf: []byte("wire6"), Dst: b.LocalAddr()}}); err != nil {
+			t.Fatal(err)
+		}
+		rawWait(t, raw, func(p []byte) bool { // an IPv6 raw socket gets the UDP header on
+			if len(p) < 8 || !bytes.Equal(p[8:], []byte("wire6")) {
+				return false
+			}
+			if csum := binary.BigEndian.Uint16(p[6:]); csum != 0 {
+				t.Errorf("UDP checksum = %#04x, want 0", csum)
+			}
+			return true
+		})
+		receiveN(t, b, 1)
+	})
+
+	sendZero := func(t *testing.T, dst uint16, msg string) {
+		pkt := make([]byte, 8+len(msg))
+		binary.BigEndian.PutUint16(pkt[0:], 0xC132)
+		binary.BigEndian.PutUint16(pkt[2:], dst)
+		binary.BigEndian.PutUint16(pkt[4:], uint16(len(pkt)))
+		// pkt[6:8], the checksum, stays 0.
+		copy(pkt[8:], msg)
+		sa := &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16()}
+		if err := unix.Sendto(raw, pkt, 0, sa); err != nil {
+			t.Fatalf("raw sendto: %v", err)
+		}
+	}
+
+	t.Run("ReceiveZeroChecksum", func(t *testing.T) {
+		sendZero(t, b.LocalAddr().Port(), "zero-csum")
+		d := receiveN(t, b, 1)[0]
+		if string(d.Buf) != "zero-csum" || d.Src != netip.MustParseAddrPort("[::1]:49458") {
+			t.Errorf("got %q from %v", d.Buf, d.Src)
+		}
+	})
+
+	t.Run("PlainSocketDropsZeroChecksum", func(t *testing.T) {
+		plain, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer plain.Close()
+		sendZero(t, uint16(plain.LocalAddr().(*net.UDPAddr).Port), "dropped")
+		plain.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if n, _, err := plain.ReadFromUDP(make([]byte, 100)); err == nil {
+			t.Errorf("plain socket received a zero-checksum datagram (%d bytes); UDP_NO_CHECK6_RX would not be needed", n)
+		}
+	})
+}
+
+// TestUDPSourcePortSocketDiscards checks that datagrams sent to a
+// source-port socket are discarded by its filter instead of filling its
+// receive queue (nobody reads it).
+func TestUDPSourcePortSocketDiscards(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	var w uint16
+	for i := 0; i < 50 && w == 0; i++ {
+		if p := uint16(0xC000 + rand.IntN(0x3FFF)); a.SourcePort(p) == p {
+			w = p
+		}
+	}
+	if w == 0 {
+		t.Skip("no free source port")
+	}
+	stray := make([]Datagram, 10)
+	for i := range stray {
+		stray[i] = Datagram{Buf: []byte("stray"), Dst: netip.AddrPortFrom(a.LocalAddr().Addr(), w)}
+	}
+	if err := b.Send(stray); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stats(); s.Sent != 10 {
+		t.Fatalf("Stats = %+v", s)
+	}
+	// /proc/net/udp: "sl local_address rem_address st tx_queue:rx_queue tr
+	// tm->when retrnsmt uid timeout inode ref pointer drops".
+	want := fmt.Sprintf("%08X:%04X", binary.NativeEndian.Uint32([]byte{127, 0, 0, 1}), w)
+	var queues, drops string
+	for range 50 { // delivery on lo may lag the send a little
+		tbl, err := os.ReadFile("/proc/net/udp")
+		if err != nil {
+			t.Skip(err)
+		}
+		for _, line := range strings.Split(string(tbl), "\n")[1:] {
+			if f := strings.Fields(line); len(f) >= 13 && f[1] == want {
+				queues, drops = f[4], f[12]
+			}
+		}
+		if drops == "10" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("source-port socket %s: tx:rx queues %s, drops %s", want, queues, drops)
+	if queues != "00000000:00000000" || drops != "10" {
+		t.Errorf("queues %q, drops %q; want empty queues and 10 drops", queues, drops)
+	}
+}
