@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"github.com/rdma-go/rdma-go/wire"
 )
@@ -79,17 +80,30 @@ func (r *requester) outstanding(q *sendQueue) bool { return q.head < r.started }
 
 // PostSend validates a send work request, queues it and starts sending.
 func (qp *QP) PostSend(now time.Time, wr *SendWR) error {
+	_, err := qp.PostSendList(now, unsafe.Slice(wr, 1))
+	return err
+}
+
+// PostSendList queues a chain of send work requests under one lock and then
+// starts sending, so a long post list goes out in few batches. It returns
+// how many were queued; on error, wrs[n] is the one refused.
+func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	tx := qp.host.getTx()
 	defer qp.host.putTx(tx)
-	err := qp.postSendLocked(now, wr)
-	if err == nil {
-		qp.req.progress(qp, now, tx)
-		qp.noteDeadline()
+	for n = range wrs {
+		if err = qp.postSendLocked(now, &wrs[n]); err != nil {
+			break
+		}
 	}
+	if err == nil {
+		n = len(wrs)
+	}
+	qp.req.progress(qp, now, tx)
+	qp.noteDeadline()
 	qp.host.flush(tx)
-	return err
+	return n, err
 }
 
 func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {

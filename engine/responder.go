@@ -225,7 +225,7 @@ func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
 	if p.Flags&wire.IsLast == 0 {
 		return true
 	}
-	c := Completion{WRID: r.id, Opcode: WCRecv, ByteLen: uint32(s.curOff), QPN: qp.qpn, SrcQP: qp.attr.DestQPN}
+	c := Completion{WRID: r.id, Opcode: WCRecv, ByteLen: uint32(s.curOff), QPN: qp.qpn, SrcQP: qp.attr.DestQPN, Solicited: p.BTH.SE()}
 	if imm := p.ImmDt(); imm != nil {
 		c.Flags |= WCFlagWithImm
 		c.Imm = imm.Imm()
@@ -287,7 +287,7 @@ func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
 	s.msn = (s.msn + 1) & 0xFFFFFF
 	if r != nil {
 		qp.pushRecv(&Completion{WRID: r.id, Opcode: WCRecvRDMAWithImm, Flags: WCFlagWithImm,
-			Imm: p.ImmDt().Imm(), ByteLen: uint32(s.wrTotal), QPN: qp.qpn, SrcQP: qp.attr.DestQPN})
+			Imm: p.ImmDt().Imm(), ByteLen: uint32(s.wrTotal), QPN: qp.qpn, SrcQP: qp.attr.DestQPN, Solicited: p.BTH.SE()})
 	}
 	return true
 }

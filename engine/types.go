@@ -113,6 +113,9 @@ type Completion struct {
 	SrcQP   uint32
 	// VendorErr carries the engine's reason for an error completion.
 	VendorErr uint32
+	// Solicited is set on a receive completion whose message asked for a
+	// solicited event.
+	Solicited bool
 }
 
 // CompletionQueue receives completions. Push returns false when the queue is

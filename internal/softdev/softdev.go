@@ -1,0 +1,210 @@
+// Package softdev runs the soft RoCEv2 device: it binds a link, feeds received
+// batches to the transport engine from one goroutine, and turns the engine's
+// timer deadlines into real timers. Everything protocol-related lives in
+// package engine; this package only supplies the clock and the I/O.
+package softdev
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/wire"
+)
+
+// Options configure a running device.
+type Options struct {
+	// Port is the UDP port to bind (0 means 4791).
+	Port uint16
+	// ICRC selects how received IPv4 ICRCs are verified.
+	ICRC wire.ICRCMode
+	// Logger receives debug logs (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Device is a running soft device bound to one IP address.
+type Device struct {
+	host *engine.Host
+	link link.Link
+	log  *slog.Logger
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// Open binds addr and starts the device's receive loop.
+func Open(addr netip.Addr, opts Options) (*Device, error) {
+	addr = addr.Unmap()
+	l, err := link.ListenUDP(addr, link.UDPOptions{Port: opts.Port})
+	if err != nil {
+		return nil, err
+	}
+	return Start(l, opts), nil
+}
+
+// Start runs a device over an already open link.
+func Start(l link.Link, opts Options) *Device {
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	d := &Device{link: l, log: lg, done: make(chan struct{})}
+	d.host = engine.NewHost(engine.HostConfig{
+		Addr: l.LocalAddr().Addr(), Link: l, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
+	})
+	d.wg.Add(1)
+	go d.receiveLoop()
+	return d
+}
+
+// Host returns the device's transport engine.
+func (d *Device) Host() *engine.Host { return d.host }
+
+// Addr returns the device's IP address.
+func (d *Device) Addr() netip.Addr { return d.link.LocalAddr().Addr() }
+
+// Link returns the device's link.
+func (d *Device) Link() link.Link { return d.link }
+
+func (d *Device) receiveLoop() {
+	defer d.wg.Done()
+	n := d.link.MaxBatch()
+	batch := make([]link.Datagram, n)
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, 9216)
+	}
+	for {
+		for i := range batch {
+			batch[i].Buf = bufs[i]
+		}
+		got, err := d.link.Receive(batch)
+		if got > 0 {
+			d.host.Receive(time.Now(), batch[:got])
+		}
+		if err != nil {
+			if !errors.Is(err, link.ErrClosed) {
+				d.log.Error("softdev: receive failed; device stops", "addr", d.Addr(), "err", err)
+			}
+			return
+		}
+	}
+}
+
+// Close stops the receive loop and releases the link.
+func (d *Device) Close() error {
+	var err error
+	d.once.Do(func() {
+		close(d.done)
+		err = d.link.Close()
+		d.wg.Wait()
+	})
+	return err
+}
+
+// QPTimer drives one QP's engine deadlines with a real timer.
+type QPTimer struct {
+	mu    sync.Mutex
+	t     *time.Timer
+	qp    *engine.QP
+	at    time.Time
+	close bool
+}
+
+// NewQPTimer returns the timer hook for a QP that is about to be created:
+// pass Arm as QPConfig.OnDeadline, then Bind the QP.
+func NewQPTimer() *QPTimer { return &QPTimer{} }
+
+// Bind attaches the created QP.
+func (t *QPTimer) Bind(qp *engine.QP) {
+	t.mu.Lock()
+	t.qp = qp
+	t.mu.Unlock()
+}
+
+// Arm makes the timer fire at (or soon after) at. The engine calls it with
+// the QP locked, so it must not call into the QP.
+func (t *QPTimer) Arm(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.close {
+		return
+	}
+	if !t.at.IsZero() && !at.Before(t.at) {
+		return
+	}
+	t.at = at
+	d := time.Until(at)
+	if t.t == nil {
+		t.t = time.AfterFunc(d, t.fire)
+	} else {
+		t.t.Reset(d)
+	}
+}
+
+func (t *QPTimer) fire() {
+	t.mu.Lock()
+	qp := t.qp
+	t.at = time.Time{}
+	closed := t.close
+	t.mu.Unlock()
+	if qp == nil || closed {
+		return
+	}
+	qp.OnTimer(time.Now())
+}
+
+// Stop cancels the timer for good.
+func (t *QPTimer) Stop() {
+	t.mu.Lock()
+	t.close = true
+	if t.t != nil {
+		t.t.Stop()
+	}
+	t.mu.Unlock()
+}
+
+// ActiveMTU returns the RoCE active MTU in bytes for a device on addr: the
+// largest IB MTU that fits the interface MTU minus 80 bytes of headers, as
+// rxe computes it (1500 → 1024; loopback's 65536 → 4096).
+func ActiveMTU(addr netip.Addr) int {
+	ifMTU := 1500
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, ifc := range ifs {
+			addrs, err := ifc.Addrs()
+			if err != nil {
+				continue
+			}
+			for _, a := range addrs {
+				if pn, ok := a.(*net.IPNet); ok {
+					if ip, ok := netip.AddrFromSlice(pn.IP); ok && ip.Unmap() == addr.Unmap() {
+						ifMTU = ifc.MTU
+					}
+				}
+			}
+		}
+	}
+	if addr.IsLoopback() && ifMTU == 1500 {
+		ifMTU = 65536 // every 127/8 address is on lo even when not listed
+	}
+	for m := 4096; m >= 256; m /= 2 {
+		if m <= ifMTU-80 {
+			return m
+		}
+	}
+	return 256
+}
+
+// ErrAddrInUse describes a device address whose UDP port is taken.
+var ErrAddrInUse = errors.New("softdev: address in use")
+
+// Describe wraps a bind error with what the user can do about it.
+func Describe(addr netip.Addr, err error) error {
+	return fmt.Errorf("soft RoCE device on %s: %w", addr, err)
+}

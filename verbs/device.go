@@ -1,0 +1,283 @@
+package verbs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/rdma-go/rdma-go/internal/softdev"
+	"github.com/rdma-go/rdma-go/wire"
+)
+
+// DefaultDeviceName is the name of the loopback soft device every machine has.
+const DefaultDeviceName = "rgo0"
+
+// Environment and configuration used by Devices.
+const (
+	// DevicesEnv lists extra soft devices: "name=addr[,name=addr...]",
+	// e.g. "rgo1=198.51.100.1,rgo2=::1". An addr of "auto" on a loopback
+	// device picks a free 127.0.0.x address.
+	DevicesEnv = "RDMA_GO_DEVICES"
+	// LoopbackEnv overrides the loopback device's address ("127.0.0.5"),
+	// or disables it ("off").
+	LoopbackEnv = "RDMA_GO_LOOPBACK"
+	// ConfigFileEnv names a config file to read instead of the default
+	// $XDG_CONFIG_HOME/rdma-go/devices (or ~/.config/rdma-go/devices),
+	// then /etc/rdma-go/devices. Each line is "name addr"; # starts a
+	// comment.
+	ConfigFileEnv = "RDMA_GO_CONFIG"
+)
+
+// Device is an RDMA device that can be opened: for now always a soft RoCEv2
+// device bound to one IP address.
+type Device struct {
+	name string
+	addr netip.Addr // zero: loopback, auto-selected at open
+	auto bool
+	guid uint64
+
+	mu   sync.Mutex
+	refs int
+	run  *softdev.Device
+}
+
+// Name returns the device name (as ibv_get_device_name).
+func (d *Device) Name() string { return d.name }
+
+// GUID returns the node GUID in host order (as ibv_get_device_guid).
+func (d *Device) GUID() uint64 { return d.guid }
+
+// Addr returns the address the device is bound to, or the zero Addr for an
+// automatically chosen loopback address that is not open yet.
+func (d *Device) Addr() netip.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.run != nil {
+		return d.run.Addr()
+	}
+	return d.addr
+}
+
+var registry struct {
+	mu      sync.Mutex
+	loaded  bool
+	devices []*Device
+}
+
+// Devices returns the devices this process can open (ibv_get_device_list):
+// the loopback device (unless RDMA_GO_LOOPBACK=off), the devices of the
+// config file and of RDMA_GO_DEVICES, and those added with AddDevice.
+func Devices() ([]*Device, error) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if !registry.loaded {
+		if err := loadDevices(); err != nil {
+			return nil, err
+		}
+		registry.loaded = true
+	}
+	return append([]*Device(nil), registry.devices...), nil
+}
+
+// DeviceByName returns the named device, or ErrNoDevice.
+func DeviceByName(name string) (*Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range devs {
+		if d.name == name {
+			return d, nil
+		}
+	}
+	return nil, verrorf(ErrNoDevice, "device %q not found", name)
+}
+
+// AddDevice registers a soft device bound to addr (any local IPv4 or IPv6
+// address). The device opens its UDP port only when first opened.
+func AddDevice(name string, addr netip.Addr) (*Device, error) {
+	if _, err := Devices(); err != nil {
+		return nil, err
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return addDeviceLocked(name, addr, false)
+}
+
+// AddLoopbackDevice registers a soft device that binds, when first opened,
+// the first address of 127.0.0.1–127.0.0.254 whose RoCE port is free. Many
+// such devices, in one process or in many, can run side by side.
+func AddLoopbackDevice(name string) (*Device, error) {
+	if _, err := Devices(); err != nil {
+		return nil, err
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return addDeviceLocked(name, netip.Addr{}, true)
+}
+
+func addDeviceLocked(name string, addr netip.Addr, auto bool) (*Device, error) {
+	if name == "" || strings.ContainsAny(name, " \t/=,") {
+		return nil, verrorf(ErrInvalidArgument, "bad device name %q", name)
+	}
+	if !auto && !addr.IsValid() {
+		return nil, verrorf(ErrInvalidArgument, "device %s: no address", name)
+	}
+	for _, d := range registry.devices {
+		if d.name == name {
+			return nil, verrorf(ErrBusy, "device %s already exists", name)
+		}
+	}
+	d := &Device{name: name, addr: addr.Unmap(), auto: auto, guid: guidFor(name, addr)}
+	registry.devices = append(registry.devices, d)
+	return d, nil
+}
+
+// guidFor derives a stable GUID from the device name the way rxe derives one
+// from a MAC: a locally administered unicast MAC made from a hash, expanded to
+// EUI-64 (ff:fe in the middle, universal/local bit flipped).
+func guidFor(name string, addr netip.Addr) uint64 {
+	h := uint64(1469598103934665603)
+	for _, b := range append([]byte(name), addr.AsSlice()...) {
+		h = (h ^ uint64(b)) * 1099511628211
+	}
+	mac := h & 0xFFFFFFFFFFFF
+	mac = mac&^(0x01<<40) | 0x02<<40 // unicast, locally administered
+	eui := (mac>>24)<<40 | 0xFFFE<<24 | mac&0xFFFFFF
+	return eui ^ 0x02<<56
+}
+
+func loadDevices() error {
+	switch lo := strings.TrimSpace(os.Getenv(LoopbackEnv)); lo {
+	case "off", "none", "0":
+	case "":
+		if _, err := addDeviceLocked(DefaultDeviceName, netip.Addr{}, true); err != nil {
+			return err
+		}
+	default:
+		a, err := netip.ParseAddr(lo)
+		if err != nil {
+			return verrorf(ErrInvalidArgument, "%s=%q: %v", LoopbackEnv, lo, err)
+		}
+		if _, err := addDeviceLocked(DefaultDeviceName, a, false); err != nil {
+			return err
+		}
+	}
+	entries, err := configEntries()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		auto := e[1] == "auto"
+		var a netip.Addr
+		if !auto {
+			if a, err = netip.ParseAddr(e[1]); err != nil {
+				return verrorf(ErrInvalidArgument, "device %s: bad address %q: %v", e[0], e[1], err)
+			}
+		}
+		if _, err := addDeviceLocked(e[0], a, auto); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configEntries returns (name, addr) pairs from the config file and the
+// environment, in that order.
+func configEntries() ([][2]string, error) {
+	var out [][2]string
+	path := os.Getenv(ConfigFileEnv)
+	paths := []string{path}
+	if path == "" {
+		dir := os.Getenv("XDG_CONFIG_HOME")
+		if home, err := os.UserHomeDir(); dir == "" && err == nil {
+			dir = filepath.Join(home, ".config")
+		}
+		paths = []string{filepath.Join(dir, "rdma-go", "devices"), "/etc/rdma-go/devices"}
+	}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			if path != "" {
+				return nil, fmt.Errorf("verbs: %s: %w", ConfigFileEnv, err)
+			}
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for ln := 1; sc.Scan(); ln++ {
+			line, _, _ := strings.Cut(sc.Text(), "#")
+			fs := strings.Fields(line)
+			if len(fs) == 0 {
+				continue
+			}
+			if len(fs) != 2 {
+				f.Close()
+				return nil, verrorf(ErrInvalidArgument, "%s:%d: want \"name address\", got %q", p, ln, line)
+			}
+			out = append(out, [2]string{fs[0], fs[1]})
+		}
+		f.Close()
+		break
+	}
+	if env := strings.TrimSpace(os.Getenv(DevicesEnv)); env != "" {
+		for _, item := range strings.Split(env, ",") {
+			name, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+			if !ok {
+				return nil, verrorf(ErrInvalidArgument, "%s: want name=address, got %q", DevicesEnv, item)
+			}
+			out = append(out, [2]string{name, addr})
+		}
+	}
+	return out, nil
+}
+
+// acquire starts the device's runtime on first use.
+func (d *Device) acquire() (*softdev.Device, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.run != nil {
+		d.refs++
+		return d.run, nil
+	}
+	var (
+		run *softdev.Device
+		err error
+	)
+	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID}
+	if d.auto {
+		// Every 127/8 address is local: take the first one whose RoCE
+		// port is free, so several processes share the loopback device.
+		for i := 1; i < 255; i++ {
+			a := netip.AddrFrom4([4]byte{127, 0, 0, byte(i)})
+			run, err = softdev.Open(a, opts)
+			if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+				break
+			}
+		}
+	} else {
+		run, err = softdev.Open(d.addr, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verbs: open %s: %w", d.name, err)
+	}
+	d.run, d.refs = run, 1
+	return run, nil
+}
+
+func (d *Device) release() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refs--
+	if d.refs > 0 || d.run == nil {
+		return nil
+	}
+	err := d.run.Close()
+	d.run = nil
+	return err
+}

@@ -1,0 +1,79 @@
+package verbs
+
+import (
+	"unsafe"
+
+	"github.com/rdma-go/rdma-go/engine"
+)
+
+// SGE is a scatter/gather element (struct ibv_sge): Length bytes at virtual
+// address Addr inside the MR whose L_Key is LKey.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// SendWR is a send work request (struct ibv_send_wr). Post a chain by
+// passing several to PostSend.
+type SendWR struct {
+	// ID is returned in the work completion.
+	ID uint64
+	// Opcode is the operation.
+	Opcode WROpcode
+	// Flags are SendSignaled, SendFence, SendSolicited, SendInline.
+	Flags SendFlags
+	// SGL is the gather list (for READ and atomics: the scatter list that
+	// receives the data or the original value).
+	SGL []SGE
+	// ImmData is the immediate value of SEND/WRITE with immediate; on the
+	// wire it is sent big-endian, and the receiver's WC.ImmData equals it.
+	ImmData uint32
+	// InvalidateRKey is the R_Key the responder invalidates
+	// (WRSendWithInv).
+	InvalidateRKey uint32
+	// RemoteAddr and RKey address remote memory (WRITE, READ, atomics).
+	RemoteAddr uint64
+	RKey       uint32
+	// CompareAdd is the compare operand of a compare-and-swap or the
+	// value a fetch-and-add adds; Swap is the swap operand.
+	CompareAdd uint64
+	Swap       uint64
+}
+
+// RecvWR is a receive work request (struct ibv_recv_wr).
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+// WC is a work completion (struct ibv_wc).
+type WC struct {
+	WRID      uint64
+	Status    WCStatus
+	Opcode    WCOpcode
+	VendorErr uint32
+	ByteLen   uint32
+	// ImmData is the immediate value (with WCFlagWithImm), or the
+	// invalidated R_Key (with WCFlagWithInv).
+	ImmData      uint32
+	QPNum        uint32
+	SrcQP        uint32
+	Flags        WCFlags
+	PKeyIndex    uint16
+	SLID         uint16
+	SL           uint8
+	DLIDPathBits uint8
+}
+
+func engineSGL(s []SGE) []engine.SGE {
+	// SGE and engine.SGE have the same fields in the same order.
+	return unsafe.Slice((*engine.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+func fromCompletion(wc *WC, c *engine.Completion) {
+	*wc = WC{
+		WRID: c.WRID, Status: WCStatus(c.Status), Opcode: WCOpcode(c.Opcode), VendorErr: c.VendorErr,
+		ByteLen: c.ByteLen, ImmData: c.Imm, QPNum: c.QPN, SrcQP: c.SrcQP, Flags: WCFlags(c.Flags),
+	}
+}
