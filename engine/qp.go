@@ -129,6 +129,10 @@ func (qp *QP) Attr() Attr {
 	defer qp.mu.Unlock()
 	a := qp.attr
 	a.State = qp.st
+	// The live PSNs, as documented (rxe's query reports req.psn and
+	// resp.psn); qp.attr keeps the configured starting values for reset.
+	a.SQPSN = uint32(qp.req.psn)
+	a.RQPSN = uint32(qp.rsp.ePSN)
 	return a
 }
 
@@ -202,6 +206,7 @@ func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
 			qp.req.progress(qp, now, tx)
 		}
 	}
+	qp.noteDeadline()
 	qp.host.flush(tx)
 }
 
@@ -212,6 +217,13 @@ func (qp *QP) reset() {
 	qp.sq.clear()
 	qp.rq.clear()
 	qp.req.reset(wire.PSN(qp.attr.SQPSN))
+	// req.reset zeroes the transmit cursors, but the send ring's indices
+	// keep counting: move the cursors to the (now empty) head, or the next
+	// post would transmit stale ring slots from index 0 on.
+	qp.req.rewindTo(&qp.sq)
+	// Retry budgets start full again (a QP that failed with RETRY_EXC_ERR
+	// has used them up).
+	qp.req.retryLeft, qp.req.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
 	qp.rsp.reset(wire.PSN(qp.attr.RQPSN))
 	qp.deadline = time.Time{}
 }
