@@ -135,9 +135,17 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 		qp.host.count(&qp.host.stats.DropStaleNAK)
 		return
 	}
-	progressed, _ := r.acknowledge(qp, psn)
+	progressed, lost := r.acknowledge(qp, psn)
 	if progressed {
 		r.madeProgress(qp, now)
+	}
+	if lost {
+		// The NAK is for a PSN after a READ or atomic whose response
+		// never came, so it is not about that WQE: ask for it again
+		// rather than fail it with the NAK's status (rxe's check_psn
+		// returns COMPST_ERROR_RETRY before looking at the syndrome).
+		qp.responseLost(now, tx)
+		return
 	}
 	if qp.sq.head >= r.started {
 		return

@@ -275,6 +275,13 @@ func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
 	var r *recvWQE
 	if last && f&wire.NeedsRecvWQE != 0 {
 		if r = qp.takeRecv(tx, psn); r == nil {
+			if f&wire.IsFirst != 0 {
+				// WRITE ONLY with immediate: nothing was accepted, so
+				// forget the message state set above; the retried ONLY
+				// packet must not look like a new FIRST inside a
+				// WRITE (an opcode sequence error).
+				s.kind, s.wrBuf = msgNone, nil
+			}
 			return false
 		}
 	}
