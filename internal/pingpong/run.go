@@ -1,0 +1,388 @@
+package pingpong
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/rdma-go/rdma-go/verbs"
+)
+
+// Kind selects the pingpong variant.
+type Kind int
+
+// The four pingpongs.
+const (
+	RC Kind = iota
+	UC
+	UD
+	SRQ
+)
+
+// Work request ids, as the C tools use them.
+const (
+	recvWRID = 1
+	sendWRID = 2
+)
+
+// udQKey is the Q_Key ud_pingpong uses on both sides.
+const udQKey = 0x11111111
+
+// grhLen is the GRH area at the start of every UD receive buffer.
+const grhLen = 40
+
+// pageSize is what -c uses to pick the bytes it checks.
+const pageSize = 4096
+
+// Config holds a pingpong's options, with the C tools' meanings.
+type Config struct {
+	Kind      Kind
+	Host      string // server to connect to; empty for the server side
+	Port      int
+	Device    string // empty: first device
+	IBPort    int
+	Size      int
+	MTU       verbs.MTU
+	RxDepth   int
+	Iters     int
+	SL        int
+	Events    bool
+	GIDIndex  int // -1: none
+	Check     bool
+	NumQP     int // srq only
+	Stdout    io.Writer
+	Stderr    io.Writer
+	Exchanged func() // test hook: called once the exchange is over
+}
+
+// Defaults returns the C tools' defaults for kind.
+func Defaults(k Kind) Config {
+	c := Config{Kind: k, Port: 18515, IBPort: 1, Size: 4096, MTU: verbs.MTU1024, RxDepth: 500,
+		Iters: 1000, GIDIndex: -1, NumQP: 16, Stdout: os.Stdout, Stderr: os.Stderr}
+	if k == UD {
+		c.Size = 1024
+	}
+	return c
+}
+
+// state is one run's resources.
+type state struct {
+	cfg   Config
+	ctx   *verbs.Context
+	pd    *verbs.PD
+	mr    *verbs.MR
+	buf   []byte
+	ch    *verbs.CompChannel
+	cq    *verbs.CQ
+	qps   []*verbs.QP
+	local []Dest
+	// routs counts posted receives per QP.
+	routs []int
+	gid   verbs.GID
+}
+
+// Run runs one side of the pingpong. Errors carry the C tools' messages.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Kind != RC && cfg.Kind != UC {
+		return fmt.Errorf("this pingpong is not implemented yet")
+	}
+	s := &state{cfg: cfg}
+	defer s.close()
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := s.setup(); err != nil {
+		return err
+	}
+	for i := range s.qps {
+		s.printAddr("local address: ", s.local[i])
+	}
+	var remote []Dest
+	if cfg.Host != "" {
+		remote, err = ClientExchange(ctx, cfg.Host, cfg.Port, s.local)
+		if err != nil {
+			return err
+		}
+		if err := s.connect(remote); err != nil {
+			return err
+		}
+	} else {
+		ln, err := Listen(ctx, cfg.Port)
+		if err != nil {
+			return err
+		}
+		remote, err = ServerExchange(ctx, ln, len(s.local), func(r []Dest) ([]Dest, error) {
+			return s.local, s.connect(r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.Exchanged != nil {
+		cfg.Exchanged()
+	}
+	for _, d := range remote {
+		s.printAddr("remote address:", d)
+	}
+	return s.dataPhase(ctx)
+}
+
+func (s *state) open() error {
+	devs, err := verbs.Devices()
+	if err != nil {
+		return fmt.Errorf("Failed to get IB devices list: %w", err)
+	}
+	if len(devs) == 0 {
+		return errors.New("No IB devices found")
+	}
+	dev := devs[0]
+	if s.cfg.Device != "" {
+		dev = nil
+		for _, d := range devs {
+			if d.Name() == s.cfg.Device {
+				dev = d
+			}
+		}
+		if dev == nil {
+			return fmt.Errorf("IB device %s not found", s.cfg.Device)
+		}
+	}
+	if s.ctx, err = dev.Open(); err != nil {
+		return fmt.Errorf("Couldn't get context for %s: %w", dev.Name(), err)
+	}
+	return nil
+}
+
+func (s *state) setup() error {
+	cfg := s.cfg
+	var err error
+	s.buf = make([]byte, cfg.Size)
+	for i := range s.buf {
+		s.buf[i] = 0x7b
+	}
+	if cfg.Check && cfg.Host != "" {
+		for i := 0; i < cfg.Size; i += pageSize {
+			s.buf[i] = 0 // i / page_size % sizeof(char), as the C tool computes it
+		}
+	}
+	if s.pd, err = s.ctx.AllocPD(); err != nil {
+		return fmt.Errorf("Couldn't allocate PD: %w", err)
+	}
+	if s.mr, err = s.pd.RegMR(s.buf, verbs.AccessLocalWrite); err != nil {
+		return fmt.Errorf("Couldn't register MR: %w", err)
+	}
+	if cfg.Events {
+		if s.ch, err = s.ctx.CreateCompChannel(); err != nil {
+			return fmt.Errorf("Couldn't create completion channel: %w", err)
+		}
+	}
+	if s.cq, err = s.ctx.CreateCQ(cfg.RxDepth+1, s.ch); err != nil {
+		return fmt.Errorf("Couldn't create CQ: %w", err)
+	}
+	qt := verbs.QPTypeRC
+	if cfg.Kind == UC {
+		qt = verbs.QPTypeUC
+	}
+	qp, err := s.pd.CreateQP(verbs.QPInitAttr{Type: qt, SendCQ: s.cq, RecvCQ: s.cq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return fmt.Errorf("Couldn't create QP: %w", err)
+	}
+	s.qps = []*verbs.QP{qp}
+	s.routs = make([]int, 1)
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: uint8(cfg.IBPort)},
+		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
+		return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+	}
+	if s.routs[0], err = s.postRecv(qp, cfg.RxDepth); err != nil || s.routs[0] < cfg.RxDepth {
+		return fmt.Errorf("Couldn't post receive (%d)", s.routs[0])
+	}
+	if _, err := s.ctx.QueryPort(uint8(cfg.IBPort)); err != nil {
+		return fmt.Errorf("Couldn't get port info: %w", err)
+	}
+	if cfg.GIDIndex >= 0 {
+		if s.gid, err = s.ctx.QueryGID(uint8(cfg.IBPort), cfg.GIDIndex); err != nil {
+			return fmt.Errorf("can't read sgid of index %d", cfg.GIDIndex)
+		}
+	}
+	s.local = []Dest{{QPN: qp.QPN(), PSN: rand.Uint32() & 0xFFFFFF, GID: s.gid}}
+	return nil
+}
+
+func (s *state) postRecv(qp *verbs.QP, n int) (int, error) {
+	for i := 0; i < n; i++ {
+		if err := qp.PostRecv(verbs.RecvWR{ID: recvWRID, SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}); err != nil {
+			return i, err
+		}
+	}
+	return n, nil
+}
+
+// connect moves the QPs to RTR and RTS aimed at the remote records.
+func (s *state) connect(remote []Dest) error {
+	cfg := s.cfg
+	for i, qp := range s.qps {
+		r := remote[i]
+		a := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: cfg.MTU, DestQPN: r.QPN, RQPSN: r.PSN,
+			MaxDestRDAtomic: 1, MinRNRTimer: 12,
+			AH: verbs.AHAttr{DLID: r.LID, SL: uint8(cfg.SL), PortNum: uint8(cfg.IBPort)}}
+		if !r.GID.InterfaceIDZero() {
+			a.AH.IsGlobal = true
+			a.AH.GRH = verbs.GlobalRoute{HopLimit: 1, DGID: r.GID, SGIDIndex: uint8(cfg.GIDIndex)}
+		}
+		mask := verbs.QPAttrState | verbs.QPAttrAV | verbs.QPAttrPathMTU | verbs.QPAttrDestQPN | verbs.QPAttrRQPSN
+		if cfg.Kind != UC {
+			mask |= verbs.QPAttrMaxDestRDAtomic | verbs.QPAttrMinRNRTimer
+		}
+		if err := qp.Modify(&a, mask); err != nil {
+			return fmt.Errorf("Failed to modify QP to RTR: %w", err)
+		}
+		a = verbs.QPAttr{State: verbs.QPStateRTS, SQPSN: s.local[i].PSN, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRDAtomic: 1}
+		mask = verbs.QPAttrState | verbs.QPAttrSQPSN
+		if cfg.Kind != UC {
+			mask |= verbs.QPAttrTimeout | verbs.QPAttrRetryCnt | verbs.QPAttrRNRRetry | verbs.QPAttrMaxQPRDAtomic
+		}
+		if err := qp.Modify(&a, mask); err != nil {
+			return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *state) postSend(qp *verbs.QP) error {
+	return qp.PostSend(verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}})
+}
+
+// dataPhase is the C tools' loop: each side sends its next message once
+// its previous send and a receive have both completed.
+func (s *state) dataPhase(ctx context.Context) error {
+	cfg := s.cfg
+	qp := s.qps[0]
+	pending := recvWRID
+	if cfg.Host != "" {
+		if err := s.postSend(qp); err != nil {
+			return fmt.Errorf("Couldn't post send")
+		}
+		pending |= sendWRID
+	}
+	if cfg.Events {
+		if err := s.cq.ReqNotify(false); err != nil {
+			return fmt.Errorf("Couldn't request CQ notification")
+		}
+	}
+	start := time.Now()
+	rcnt, scnt := 0, 0
+	events := 0
+	var wc [2]verbs.WC
+	for rcnt < cfg.Iters || scnt < cfg.Iters {
+		if cfg.Events {
+			cq, err := s.ch.GetEvent(ctx)
+			if err != nil {
+				return fmt.Errorf("Failed to get cq_event: %w", err)
+			}
+			events++
+			if cq != s.cq {
+				return fmt.Errorf("CQ event for unknown CQ %p", cq)
+			}
+			if err := s.cq.ReqNotify(false); err != nil {
+				return fmt.Errorf("Couldn't request CQ notification")
+			}
+		}
+		n, err := s.cq.Poll(wc[:])
+		if err != nil {
+			return fmt.Errorf("poll CQ failed %d", n)
+		}
+		if n == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// Busy-poll like the C tool, but yield: the device's
+			// receive goroutine needs a P to deliver the completion.
+			runtime.Gosched()
+			continue
+		}
+		for i := 0; i < n; i++ {
+			w := &wc[i]
+			if w.Status != verbs.WCSuccess {
+				return fmt.Errorf("Failed status %s (%d) for wr_id %d", w.Status, int(w.Status), w.WRID)
+			}
+			switch w.WRID {
+			case sendWRID:
+				scnt++
+			case recvWRID:
+				s.routs[0]--
+				if s.routs[0] <= 1 {
+					k, _ := s.postRecv(qp, cfg.RxDepth-s.routs[0])
+					s.routs[0] += k
+					if s.routs[0] < cfg.RxDepth {
+						return fmt.Errorf("Couldn't post receive (%d)", s.routs[0])
+					}
+				}
+				rcnt++
+			default:
+				return fmt.Errorf("Completion for unknown wr_id %d", w.WRID)
+			}
+			pending &^= int(w.WRID)
+			if scnt < cfg.Iters && pending == 0 {
+				if err := s.postSend(qp); err != nil {
+					return fmt.Errorf("Couldn't post send")
+				}
+				pending = recvWRID | sendWRID
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	if cfg.Events {
+		s.cq.AckEvents(events)
+	}
+	usec := float64(elapsed.Microseconds())
+	if usec <= 0 {
+		usec = 1
+	}
+	bytes := int64(cfg.Size) * int64(cfg.Iters) * 2
+	fmt.Fprintf(cfg.Stdout, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, float64(bytes)*8/usec)
+	fmt.Fprintf(cfg.Stdout, "%d iters in %.2f seconds = %.2f usec/iter\n", cfg.Iters, usec/1e6, usec/float64(cfg.Iters))
+	if cfg.Check && cfg.Host == "" {
+		for i := 0; i < cfg.Size; i += pageSize {
+			if s.buf[i] != 0 {
+				fmt.Fprintf(cfg.Stderr, "invalid data in page %d\n", i/pageSize)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *state) printAddr(label string, d Dest) {
+	sep := ","
+	if s.cfg.Kind == UD && label == "local address: " {
+		sep = ":"
+	}
+	fmt.Fprintf(s.cfg.Stdout, "  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x%s GID %s\n", label, d.LID, d.QPN, d.PSN, sep, d.GID)
+}
+
+func (s *state) close() {
+	for _, qp := range s.qps {
+		qp.Destroy()
+	}
+	if s.mr != nil {
+		s.mr.Dereg()
+	}
+	if s.cq != nil {
+		s.cq.Destroy()
+	}
+	if s.ch != nil {
+		s.ch.Destroy()
+	}
+	if s.pd != nil {
+		s.pd.Dealloc()
+	}
+	if s.ctx != nil {
+		s.ctx.Close()
+	}
+}
