@@ -34,6 +34,12 @@ type HostConfig struct {
 	MaxBatch int
 	// Logger receives debug logs; nil means slog.Default().
 	Logger *slog.Logger
+	// MTU is the port's active MTU in bytes, the largest UD message
+	// (default 1024).
+	MTU int
+	// OnEvent receives asynchronous events. It is called with engine locks
+	// held, so it must only queue the event.
+	OnEvent func(Event)
 }
 
 // maxPacket is the largest datagram the engine builds: PMTU 4096 plus the
@@ -58,12 +64,16 @@ type Host struct {
 	// running Receive (and by the QP methods it calls).
 	pending []*QP
 	rxPkt   wire.Packet
+	rxTx    *txBatch // Receive's own batch, so it never waits on txPool refills after a GC
 }
 
 // NewHost returns a Host with no QPs.
 func NewHost(cfg HostConfig) *Host {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 32
+	}
+	if cfg.MTU <= 0 {
+		cfg.MTU = 1024
 	}
 	if cfg.Mem == nil {
 		cfg.Mem = NewMemTable()
@@ -142,7 +152,10 @@ func (h *Host) sourcePort(want uint16) uint16 {
 // malformed, misaddressed and corrupted packets, hands the rest to their QPs,
 // and sends the answers. Only one goroutine may call Receive at a time.
 func (h *Host) Receive(now time.Time, batch []link.Datagram) {
-	tx := h.getTx()
+	if h.rxTx == nil {
+		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
+	}
+	tx := h.rxTx
 	for i := range batch {
 		h.receiveOne(now, &batch[i], tx)
 	}
@@ -154,7 +167,6 @@ func (h *Host) Receive(now time.Time, batch []link.Datagram) {
 	clear(h.pending)
 	h.pending = h.pending[:0]
 	h.flush(tx)
-	h.putTx(tx)
 }
 
 func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
@@ -191,7 +203,7 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 		h.count(&h.stats.DropWrongTransport)
 		return
 	}
-	if qp.cfg.Type != QPTypeUD && d.Src.Addr().Unmap() != qp.attr.Remote {
+	if qp.cfg.Type != QPTypeUD && (d.Src.Addr().Unmap() != qp.attr.Remote || p.Op.Transport() == wire.TransportUD) {
 		h.count(&h.stats.DropWrongSource)
 		return
 	}
@@ -199,11 +211,18 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 		h.count(&h.stats.DropState)
 		return
 	}
-	if p.Flags&wire.IsResponse != 0 {
+	qp.commEstablished()
+	switch {
+	case qp.cfg.Type == QPTypeUD:
+		qp.handleUD(now, p, d)
+	case qp.cfg.Type == QPTypeUC:
+		qp.handleUCRequest(now, p)
+	case p.Flags&wire.IsResponse != 0:
 		qp.handleResponse(now, p, tx)
-	} else {
+	default:
 		qp.handleRequest(now, p, tx)
 	}
+	qp.settle(now, tx)
 	qp.noteDeadline()
 }
 
@@ -219,15 +238,38 @@ func transportOf(t QPType) wire.Opcode {
 
 // Stats counts what the device received, sent and dropped.
 type Stats struct {
-	Received, Sent, SendErrors                     atomic.Uint64
-	DropMalformed, DropNotForUs, DropCNP           atomic.Uint64
-	DropUnknownQP, DropICRC, DropPKey              atomic.Uint64
-	DropWrongTransport, DropWrongSource, DropState atomic.Uint64
-	DropOutOfSequence, Duplicates, DropDuplicate   atomic.Uint64
-	DropBadResponse, DropOutOfOrderResponse        atomic.Uint64
-	DropStaleNAK, RequestErrors                    atomic.Uint64
-	RNRNAKsSent, RNRNAKsReceived, SeqNAKsReceived  atomic.Uint64
-	Retransmits, CQOverflow                        atomic.Uint64
+	Received   atomic.Uint64 // datagrams received
+	Sent       atomic.Uint64 // datagrams handed to the link
+	SendErrors atomic.Uint64 // datagrams the link refused
+
+	DropMalformed      atomic.Uint64 // not a well-formed RoCEv2 packet
+	DropNotForUs       atomic.Uint64 // destination IP is not the device's
+	DropCNP            atomic.Uint64 // congestion notification packets (ignored)
+	DropUnknownQP      atomic.Uint64 // no QP with the destination QPN
+	DropICRC           atomic.Uint64 // invariant CRC mismatch
+	DropPKey           atomic.Uint64 // P_Key does not match
+	DropWrongTransport atomic.Uint64 // opcode class does not match the QP type
+	DropWrongSource    atomic.Uint64 // RC/UC packet not from the QP's peer
+	DropState          atomic.Uint64 // QP state does not accept the packet
+
+	DropOutOfSequence      atomic.Uint64 // request PSN after the expected one
+	Duplicates             atomic.Uint64 // request PSN before the expected one
+	DropDuplicate          atomic.Uint64 // duplicate READ/atomic with no responder resource
+	DropBadResponse        atomic.Uint64 // response that matches no outstanding request
+	DropOutOfOrderResponse atomic.Uint64 // READ response or atomic ACK out of order
+	DropStaleNAK           atomic.Uint64 // NAK for an already acknowledged PSN
+	RequestErrors          atomic.Uint64 // requests answered with a fatal NAK
+
+	RNRNAKsSent     atomic.Uint64
+	RNRNAKsReceived atomic.Uint64
+	SeqNAKsReceived atomic.Uint64
+	Retransmits     atomic.Uint64 // retransmission timeouts acted on
+	CQOverflow      atomic.Uint64 // completions lost to a full CQ
+
+	DropQKey      atomic.Uint64 // UD Q_Key violations
+	DropNoRecv    atomic.Uint64 // UC/UD message with no receive posted
+	DropUDTooLong atomic.Uint64 // UD sends larger than the MTU (not sent)
+	DropUCMessage atomic.Uint64 // UC messages abandoned (gap, bad length or key)
 }
 
 // Stats returns the device's counters.
@@ -271,6 +313,15 @@ func (t *txBatch) commit(qp *QP, b []byte) {
 	dst := netip.AddrPortFrom(qp.attr.Remote, link.RoCEPort)
 	wire.PutICRC(h.cfg.Addr, qp.attr.Remote, qp.sport, link.RoCEPort, b)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
+}
+
+// commitTo seals b and queues it for dst (UD: each WR names its destination).
+func (t *txBatch) commitTo(qp *QP, b []byte, dst netip.Addr) {
+	h := t.h
+	dst = dst.Unmap()
+	wire.PutICRC(h.cfg.Addr, dst, qp.sport, link.RoCEPort, b)
+	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport),
+		Dst: netip.AddrPortFrom(dst, link.RoCEPort)})
 }
 
 // flush sends everything queued in t.

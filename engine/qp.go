@@ -82,6 +82,8 @@ type QPConfig struct {
 	MaxRecvSGE int
 	MaxInline  int
 	SigAll     bool // every send WR is signaled (sq_sig_all)
+	// SRQ, if set, supplies the receives instead of the QP's own queue.
+	SRQ *SRQ
 	// OnDeadline, if set, is called (with the QP locked) whenever the QP's
 	// earliest timer deadline moves earlier or is newly set. The caller then
 	// arranges for OnTimer to run at that time. It must not call back into
@@ -109,6 +111,10 @@ type QP struct {
 	rsp responder
 
 	deadline time.Time // the deadline last reported through OnDeadline
+	overflow bool      // a completion was lost to a full CQ
+	commEst  bool      // COMM_EST was raised
+
+	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
 }
 
 // QPN returns the queue pair number.
@@ -226,6 +232,7 @@ func (qp *QP) reset() {
 	qp.req.retryLeft, qp.req.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
 	qp.rsp.reset(wire.PSN(qp.attr.RQPSN))
 	qp.deadline = time.Time{}
+	qp.overflow, qp.commEst = false, false
 }
 
 // enterError moves the QP to ERR and flushes every outstanding send and
@@ -259,6 +266,10 @@ func (qp *QP) flushRQ() {
 		r := qp.rq.pop()
 		qp.pushRecv(&Completion{WRID: r.id, Status: StatusWRFlushErr, QPN: qp.qpn})
 	}
+	if qp.cfg.SRQ != nil {
+		// The SRQ's receives belong to every attached QP and stay.
+		qp.host.event(Event{Type: EventQPLastWQEReached, QP: qp})
+	}
 }
 
 // fatal puts the QP into ERR after a transport error.
@@ -279,6 +290,7 @@ func (qp *QP) OnTimer(now time.Time) {
 	tx := qp.host.getTx()
 	qp.deadline = time.Time{}
 	qp.req.onTimer(qp, now, tx)
+	qp.settle(now, tx)
 	qp.noteDeadline()
 	qp.host.flush(tx)
 	qp.host.putTx(tx)
@@ -296,14 +308,46 @@ func (qp *QP) noteDeadline() {
 	}
 }
 
+// pushSend and pushRecv hand c to a CQ through qp.cqe, so that c itself
+// does not escape through the interface call and callers' completions stay
+// on the stack. They run with qp.mu held; Push must copy the completion.
 func (qp *QP) pushSend(c *Completion) {
-	if qp.cfg.SendCQ != nil && !qp.cfg.SendCQ.Push(c) {
-		qp.host.count(&qp.host.stats.CQOverflow)
+	qp.cqe = *c
+	if qp.cfg.SendCQ != nil && !qp.cfg.SendCQ.Push(&qp.cqe) {
+		qp.cqOverflow(qp.cfg.SendCQ)
 	}
 }
 
 func (qp *QP) pushRecv(c *Completion) {
-	if qp.cfg.RecvCQ != nil && !qp.cfg.RecvCQ.Push(c) {
-		qp.host.count(&qp.host.stats.CQOverflow)
+	qp.cqe = *c
+	if qp.cfg.RecvCQ != nil && !qp.cfg.RecvCQ.Push(&qp.cqe) {
+		qp.cqOverflow(qp.cfg.RecvCQ)
+	}
+}
+
+// cqOverflow records a lost completion: the CQ gets a CQ_ERR event and the
+// QP a QP_FATAL event, and the QP goes to ERR when the current event is
+// over (see settle).
+func (qp *QP) cqOverflow(cq CompletionQueue) {
+	qp.host.count(&qp.host.stats.CQOverflow)
+	if !qp.overflow {
+		qp.overflow = true
+		qp.host.event(Event{Type: EventCQErr, CQ: cq})
+		qp.host.event(Event{Type: EventQPFatal, QP: qp})
+	}
+}
+
+// settle finishes an event: a CQ overflow during it takes the QP to ERR.
+func (qp *QP) settle(now time.Time, tx *txBatch) {
+	if qp.overflow && qp.st != StateErr {
+		qp.enterError(now, tx)
+	}
+}
+
+// commEstablished raises COMM_EST for the first packet a QP in RTR receives.
+func (qp *QP) commEstablished() {
+	if qp.st == StateRTR && !qp.commEst {
+		qp.commEst = true
+		qp.host.event(Event{Type: EventCommEst, QP: qp})
 	}
 }

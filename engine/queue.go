@@ -22,6 +22,7 @@ type sendWQE struct {
 	lastPSN  wire.PSN
 	npkts    int
 	vendor   uint32
+	av       AV // UD destination, copied from the work request
 }
 
 func (w *sendWQE) isReadOrAtomic() bool {
@@ -68,6 +69,13 @@ type recvWQE struct {
 	id     uint64
 	segs   [][]byte
 	length int
+}
+
+// copyFrom makes w a copy of r with its own scatter list, so r's ring slot
+// may be reused while w is still being filled.
+func (w *recvWQE) copyFrom(r *recvWQE) {
+	w.id, w.length = r.id, r.length
+	w.segs = append(w.segs[:0], r.segs...)
 }
 
 // recvQueue is a fixed ring of receive WQEs.

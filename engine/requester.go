@@ -27,6 +27,7 @@ var (
 	ErrBadOpcode  = errors.New("engine: opcode not supported on this QP type")
 	ErrInline     = errors.New("engine: inline data larger than max_inline_data")
 	ErrLength     = errors.New("engine: message too long")
+	ErrNoAV       = errors.New("engine: UD work request without an address vector")
 )
 
 // requester is the send side of an RC QP: segmentation, PSNs, the
@@ -101,6 +102,7 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 		n = len(wrs)
 	}
 	qp.req.progress(qp, now, tx)
+	qp.settle(now, tx)
 	qp.noteDeadline()
 	qp.host.flush(tx)
 	return n, err
@@ -116,7 +118,11 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 		return ErrQueueFull
 	}
 	switch wr.Op {
-	case WRSend, WRSendImm, WRWrite, WRWriteImm:
+	case WRSend, WRSendImm:
+	case WRWrite, WRWriteImm:
+		if qp.cfg.Type == QPTypeUD {
+			return ErrBadOpcode
+		}
 	case WRRead, WRCompareSwap, WRFetchAdd, WRSendWithInv:
 		if qp.cfg.Type != QPTypeRC {
 			return ErrBadOpcode
@@ -124,12 +130,19 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 	default:
 		return ErrBadOpcode
 	}
+	if qp.cfg.Type == QPTypeUD && (wr.AV == nil || !wr.AV.Remote.IsValid()) {
+		return ErrNoAV
+	}
 	if len(wr.SGL) > max(qp.cfg.MaxSendSGE, 1) {
 		return ErrTooManySGE
 	}
 	w := qp.sq.push()
 	w.wr = *wr
 	w.wr.SGL = nil
+	if wr.AV != nil {
+		w.av = *wr.AV
+		w.wr.AV = &w.av
+	}
 	w.signaled = qp.cfg.SigAll || wr.Flags&SendSignaled != 0
 	if qp.st == StateErr {
 		w.status = StatusWRFlushErr
@@ -226,7 +239,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			}
 			return
 		}
-		if r.psn.Diff(r.compPSN) >= maxUnackedPSNs {
+		if qp.cfg.Type == QPTypeRC && r.psn.Diff(r.compPSN) >= maxUnackedPSNs {
 			return
 		}
 		if !w.started {
@@ -248,9 +261,23 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			w.lastPSN = w.firstPSN.Add(w.npkts - 1)
 			r.started = r.next + 1
 		}
-		r.sendPacket(qp, w, tx)
+		idx := r.next
+		if qp.cfg.Type == QPTypeUD {
+			r.sendUD(qp, w, tx)
+		} else {
+			r.sendPacket(qp, w, tx)
+		}
 		if r.psn.After(r.highPSN) {
 			r.highPSN = r.psn
+		}
+		if qp.cfg.Type != QPTypeRC {
+			// UC and UD: nothing is acknowledged, so a WQE completes
+			// once its last packet is on the wire.
+			if r.next > idx {
+				r.compPSN = r.psn
+				qp.completeSend(w)
+			}
+			continue
 		}
 		if r.retransAt.IsZero() && qp.attr.Timeout != 0 {
 			r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))

@@ -32,9 +32,12 @@ type responder struct {
 	ePSN    wire.PSN // next expected PSN
 	msn     uint32
 	nakSent bool // a PSN sequence NAK is outstanding
+	// ucDropping: UC is dropping the rest of a message after a gap.
+	ucDropping bool
 
 	kind    msgKind
-	cur     *recvWQE // receive being filled by a multi-packet SEND
+	wqe     recvWQE  // the receive taken for the message in progress
+	cur     *recvWQE // &wqe while a multi-packet SEND fills it
 	curOff  int
 	wrBuf   []byte // target of the WRITE in progress
 	wrOff   int
@@ -49,11 +52,12 @@ type responder struct {
 }
 
 func (s *responder) reset(p wire.PSN) {
-	res := s.res
+	res, segs := s.res, s.wqe.segs[:0]
 	for i := range res {
 		res[i] = resource{}
 	}
 	*s = responder{ePSN: p, res: res}
+	s.wqe.segs = segs
 }
 
 func (s *responder) resizeResources(n int) {
@@ -189,15 +193,25 @@ func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Sy
 	qp.fatal(now, tx)
 }
 
-// takeRecv returns the receive WQE for a packet that needs one, or sends an
-// RNR NAK and returns nil.
+// takeRecv returns the receive WQE for a packet that needs one — from the
+// QP's SRQ if it has one — or sends an RNR NAK and returns nil. The WQE is
+// copied into the responder, so its ring slot can be reposted at once.
 func (qp *QP) takeRecv(tx *txBatch, psn wire.PSN) *recvWQE {
-	if qp.rq.empty() {
-		qp.host.count(&qp.host.stats.RNRNAKsSent)
-		qp.sendAck(tx, wire.RNRSyndrome(qp.attr.MinRNRTimer), psn)
-		return nil
+	w := &qp.rsp.wqe
+	if srq := qp.cfg.SRQ; srq != nil {
+		if srq.take(w) {
+			return w
+		}
+	} else if !qp.rq.empty() {
+		w.copyFrom(qp.rq.pop())
+		return w
 	}
-	return qp.rq.pop()
+	if qp.cfg.Type != QPTypeRC {
+		return nil // UC and UD drop the message silently
+	}
+	qp.host.count(&qp.host.stats.RNRNAKsSent)
+	qp.sendAck(tx, wire.RNRSyndrome(qp.attr.MinRNRTimer), psn)
+	return nil
 }
 
 func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {

@@ -1,5 +1,7 @@
 package engine
 
+import "net/netip"
+
 // Status is a work completion status; values equal libibverbs' ibv_wc_status.
 type Status uint8
 
@@ -93,6 +95,18 @@ type SendWR struct {
 	RKey       uint32
 	CompareAdd uint64 // compare (CmpSwap) or add (FetchAdd) operand
 	Swap       uint64
+	// UD only: where the datagram goes.
+	AV         *AV
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// AV is an address vector: the destination of a UD work request.
+type AV struct {
+	Remote       netip.Addr
+	FlowLabel    uint32
+	HopLimit     uint8
+	TrafficClass uint8
 }
 
 // RecvWR is a receive work request.
@@ -119,7 +133,8 @@ type Completion struct {
 }
 
 // CompletionQueue receives completions. Push returns false when the queue is
-// full (a CQ overflow).
+// full (a CQ overflow). Push must copy *c and not keep the pointer: the engine
+// reuses the Completion for the next push.
 type CompletionQueue interface {
 	Push(c *Completion) bool
 }
