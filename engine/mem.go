@@ -22,6 +22,13 @@ type MR struct {
 	// remoteInvalid is set when a SEND with invalidate names the R_Key:
 	// remote access through it stops until the MR is registered again.
 	remoteInvalid atomic.Bool
+
+	// Memory windows are table entries too. A bound window's Addr and Buf
+	// are the part of parent it exposes, with its own Access and RKey.
+	mw      uint8        // 0 for an MR, else the window type (1 or 2)
+	parent  *MR          // the MR a bound window covers; nil when unbound
+	boundQP uint32       // type 2: the QP the window was bound through
+	windows atomic.Int32 // on an MR: windows bound to it
 }
 
 // Errors from memory key checks. Each maps to a completion status.
@@ -79,13 +86,16 @@ func (t *MemTable) Register(pd uint32, buf []byte, access uint32) *MR {
 	return mr
 }
 
-// Deregister removes mr; its keys stop working at once.
+// Deregister removes mr (or a window); its keys stop working at once.
 func (t *MemTable) Deregister(mr *MR) {
 	if !mr.valid.Swap(false) {
 		return
 	}
 	idx := mr.LKey>>8 - t.base
 	t.mu.Lock()
+	if mr.mw != 0 {
+		t.unbindLocked(mr)
+	}
 	if int(idx) < len(t.slots) && t.slots[idx] == mr {
 		t.slots[idx] = nil
 		t.free = append(t.free, idx)
@@ -94,21 +104,25 @@ func (t *MemTable) Deregister(mr *MR) {
 }
 
 func (t *MemTable) lookup(key uint32) *MR {
-	idx := key>>8 - t.base
 	t.mu.RLock()
-	var mr *MR
-	if int(idx) < len(t.slots) {
-		mr = t.slots[idx]
-	}
+	mr := t.lookupLocked(key)
 	t.mu.RUnlock()
 	return mr
+}
+
+func (t *MemTable) lookupLocked(key uint32) *MR {
+	idx := key>>8 - t.base
+	if int(idx) < len(t.slots) {
+		return t.slots[idx]
+	}
+	return nil
 }
 
 // Local resolves a local SGE: the key must be the L_Key of a valid MR in pd,
 // the range must lie inside it, and LOCAL_WRITE is required when write is set.
 func (t *MemTable) Local(pd uint32, sge SGE, write bool) ([]byte, error) {
 	mr := t.lookup(sge.LKey)
-	if mr == nil || mr.LKey != sge.LKey || !mr.valid.Load() {
+	if mr == nil || mr.LKey != sge.LKey || !mr.valid.Load() || mr.mw != 0 {
 		return nil, errBadKey
 	}
 	if mr.PD != pd {
@@ -120,11 +134,18 @@ func (t *MemTable) Local(pd uint32, sge SGE, write bool) ([]byte, error) {
 	return mr.slice(sge.Addr, uint64(sge.Length))
 }
 
-// Remote resolves a remote access: the key must be the R_Key of a valid MR in
-// pd that grants access, and [va, va+n) must lie inside it.
-func (t *MemTable) Remote(pd uint32, rkey uint32, va, n uint64, access uint32) ([]byte, error) {
-	mr := t.lookup(rkey)
+// Remote resolves a remote access arriving on QP qpn: the key must be the
+// R_Key of a valid MR, or of a bound memory window (a type 2 window only
+// through the QP it was bound to), in pd, that grants access, and
+// [va, va+n) must lie inside it.
+func (t *MemTable) Remote(pd, qpn, rkey uint32, va, n uint64, access uint32) ([]byte, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	mr := t.lookupLocked(rkey)
 	if mr == nil || mr.RKey != rkey || rkey == 0 || !mr.valid.Load() || mr.remoteInvalid.Load() {
+		return nil, errBadKey
+	}
+	if mr.mw != 0 && (mr.parent == nil || !mr.parent.valid.Load() || (mr.mw == 2 && mr.boundQP != qpn)) {
 		return nil, errBadKey
 	}
 	if mr.PD != pd {
@@ -136,6 +157,85 @@ func (t *MemTable) Remote(pd uint32, rkey uint32, va, n uint64, access uint32) (
 	return mr.slice(va, n)
 }
 
+// AllocMW allocates an unbound memory window of type 1 or 2 in pd.
+func (t *MemTable) AllocMW(pd uint32, typ uint8) *MR {
+	mw := t.Register(pd, nil, 0)
+	mw.mw = typ
+	t.mu.Lock()
+	mw.RKey = mw.LKey
+	t.mu.Unlock()
+	return mw
+}
+
+// IsWindow reports whether m is a memory window.
+func (m *MR) IsWindow() bool { return m.mw != 0 }
+
+// CurrentRKey returns the window's or MR's R_Key as of now.
+func (t *MemTable) CurrentRKey(m *MR) uint32 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return m.RKey
+}
+
+// Windows returns how many memory windows are bound to the MR.
+func (m *MR) Windows() int { return int(m.windows.Load()) }
+
+// Errors of memory window operations (completion status MW_BIND_ERR).
+var (
+	errMWKey    = errors.New("engine: new window R_Key must keep the window's index")
+	errMWBound  = errors.New("engine: type 2 window is already bound")
+	errMWParent = errors.New("engine: MR does not allow binding windows, or is in another PD")
+	errMWAccess = errors.New("engine: window access needs LOCAL_WRITE on the MR")
+	errMWRange  = errors.New("engine: window range outside its MR")
+	errMWType   = errors.New("engine: type 1 windows cannot be invalidated")
+)
+
+// BindMW binds (or, with a nil MR or zero length, unbinds) a window on
+// behalf of QP qpn in pd, giving it the new R_Key b.RKey.
+func (t *MemTable) BindMW(pd, qpn uint32, b *Bind) error {
+	mw := b.MW
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if mw == nil || mw.mw == 0 || !mw.valid.Load() || mw.PD != pd {
+		return errBadKey
+	}
+	if b.RKey>>8 != mw.LKey>>8 {
+		return errMWKey
+	}
+	if mw.mw == 2 && mw.parent != nil {
+		return errMWBound
+	}
+	if b.MR == nil || b.Length == 0 {
+		t.unbindLocked(mw)
+		mw.RKey = b.RKey
+		return nil
+	}
+	p := b.MR
+	if !p.valid.Load() || p.mw != 0 || p.PD != pd || p.Access&AccessMWBind == 0 {
+		return errMWParent
+	}
+	if b.Access&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && p.Access&AccessLocalWrite == 0 {
+		return errMWAccess
+	}
+	buf, err := p.slice(b.Addr, b.Length)
+	if err != nil {
+		return errMWRange
+	}
+	t.unbindLocked(mw)
+	mw.parent, mw.Buf, mw.Addr, mw.Access, mw.RKey = p, buf, b.Addr, b.Access, b.RKey
+	mw.boundQP = qpn
+	mw.remoteInvalid.Store(false)
+	p.windows.Add(1)
+	return nil
+}
+
+func (t *MemTable) unbindLocked(mw *MR) {
+	if mw.parent != nil {
+		mw.parent.windows.Add(-1)
+	}
+	mw.parent, mw.Buf, mw.Addr, mw.Access = nil, nil, 0, 0
+}
+
 func (mr *MR) slice(va, n uint64) ([]byte, error) {
 	if va < mr.Addr || n > uint64(len(mr.Buf)) || va-mr.Addr > uint64(len(mr.Buf))-n {
 		return nil, errBadRange
@@ -144,14 +244,30 @@ func (mr *MR) slice(va, n uint64) ([]byte, error) {
 	return mr.Buf[off : off+n : off+n], nil
 }
 
-// Invalidate disables remote access through rkey (SEND with invalidate). It
-// reports false when rkey names no valid MR of pd.
-func (t *MemTable) Invalidate(pd uint32, rkey uint32) bool {
-	mr := t.lookup(rkey)
+// Invalidate disables remote access through rkey (SEND with invalidate,
+// LOCAL_INV): a type 2 window is unbound, an MR's R_Key stops working. It
+// fails when rkey names no valid MR or window of pd, or a type 1 window.
+func (t *MemTable) Invalidate(pd uint32, rkey uint32) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mr := t.lookupLocked(rkey)
 	if mr == nil || mr.RKey != rkey || rkey == 0 || mr.PD != pd || !mr.valid.Load() {
-		return false
+		return errBadKey
 	}
-	return !mr.remoteInvalid.Swap(true)
+	switch mr.mw {
+	case 1:
+		return errMWType
+	case 2:
+		if mr.parent == nil {
+			return errBadKey
+		}
+		t.unbindLocked(mr)
+		return nil
+	}
+	if mr.remoteInvalid.Swap(true) {
+		return errBadKey
+	}
+	return nil
 }
 
 // atomicLock serialises atomics device-wide, as rxe does, so that a

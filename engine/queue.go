@@ -22,7 +22,8 @@ type sendWQE struct {
 	lastPSN  wire.PSN
 	npkts    int
 	vendor   uint32
-	av       AV // UD destination, copied from the work request
+	av       AV   // UD destination, copied from the work request
+	bind     Bind // BIND_MW arguments, copied from the work request
 }
 
 func (w *sendWQE) isReadOrAtomic() bool {

@@ -127,6 +127,10 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 		if qp.cfg.Type != QPTypeRC {
 			return ErrBadOpcode
 		}
+	case WRLocalInv, WRBindMW:
+		if qp.cfg.Type == QPTypeUD || (wr.Op == WRBindMW && wr.Bind == nil) {
+			return ErrBadOpcode
+		}
 	default:
 		return ErrBadOpcode
 	}
@@ -142,6 +146,10 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 	if wr.AV != nil {
 		w.av = *wr.AV
 		w.wr.AV = &w.av
+	}
+	if wr.Bind != nil {
+		w.bind = *wr.Bind
+		w.wr.Bind = &w.bind
 	}
 	w.signaled = qp.cfg.SigAll || wr.Flags&SendSignaled != 0
 	if qp.st == StateErr {
@@ -215,6 +223,10 @@ func (qp *QP) completeSend(w *sendWQE) {
 			c.Opcode = WCCompareSwap
 		case WRFetchAdd:
 			c.Opcode = WCFetchAdd
+		case WRBindMW:
+			c.Opcode = WCBindMW
+		case WRLocalInv:
+			c.Opcode = WCLocalInv
 		}
 		qp.pushSend(&c)
 	}
@@ -238,6 +250,23 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 				qp.fatal(now, tx)
 			}
 			return
+		}
+		if w.wr.Op == WRLocalInv || w.wr.Op == WRBindMW {
+			// Local operations take no PSN. They run once everything
+			// before them has completed, so completions stay in order.
+			if r.next != qp.sq.head {
+				return
+			}
+			r.next++
+			r.started = max(r.started, r.next)
+			qp.executeLocal(w)
+			failed := w.status != StatusSuccess
+			qp.completeSend(w)
+			if failed {
+				qp.fatal(now, tx)
+				return
+			}
+			continue
 		}
 		if qp.cfg.Type == QPTypeRC && r.psn.Diff(r.compPSN) >= maxUnackedPSNs {
 			return
@@ -343,6 +372,21 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 	r.psn = r.psn.Next()
 	if last {
 		r.next++
+	}
+}
+
+// executeLocal performs a BIND_MW or LOCAL_INV work request.
+func (qp *QP) executeLocal(w *sendWQE) {
+	var err error
+	if w.wr.Op == WRBindMW {
+		err = qp.host.mem.BindMW(qp.cfg.PD, qp.qpn, w.wr.Bind)
+		if err != nil {
+			w.status = StatusMWBindErr
+		}
+		return
+	}
+	if err = qp.host.mem.Invalidate(qp.cfg.PD, w.wr.Imm); err != nil {
+		w.status = StatusLocProtErr
 	}
 }
 

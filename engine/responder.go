@@ -245,7 +245,7 @@ func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		c.Imm = imm.Imm()
 	}
 	if ieth := p.IETH(); ieth != nil {
-		if !qp.host.mem.Invalidate(qp.cfg.PD, ieth.RKey()) {
+		if qp.host.mem.Invalidate(qp.cfg.PD, ieth.RKey()) != nil {
 			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 			return false
 		}
@@ -272,7 +272,7 @@ func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		}
 		var buf []byte
 		if total > 0 {
-			b, err := qp.host.mem.Remote(qp.cfg.PD, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
+			b, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
 			if err != nil {
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 				return false
@@ -323,7 +323,7 @@ func (qp *QP) executeRead(now time.Time, p *wire.Packet, tx *txBatch) {
 		return
 	}
 	if total > 0 {
-		if _, err := qp.host.mem.Remote(qp.cfg.PD, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
+		if _, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
 			qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 			return
 		}
@@ -357,7 +357,7 @@ func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uin
 		}
 		var src []byte
 		if n > 0 {
-			b, err := qp.host.mem.Remote(qp.cfg.PD, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
+			b, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
 			if err != nil {
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 				return
@@ -389,7 +389,7 @@ func (qp *QP) executeAtomic(now time.Time, p *wire.Packet, tx *txBatch) {
 		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 		return
 	}
-	w, err := qp.host.mem.Remote(qp.cfg.PD, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
+	w, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
 	if err != nil {
 		qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 		return

@@ -12,6 +12,7 @@ const (
 	StatusLocQPOpErr     Status = 2
 	StatusLocProtErr     Status = 4
 	StatusWRFlushErr     Status = 5
+	StatusMWBindErr      Status = 6
 	StatusBadRespErr     Status = 7
 	StatusLocAccessErr   Status = 8
 	StatusRemInvReqErr   Status = 9
@@ -35,6 +36,8 @@ const (
 	WRRead        WROp = 4
 	WRCompareSwap WROp = 5
 	WRFetchAdd    WROp = 6
+	WRLocalInv    WROp = 7
+	WRBindMW      WROp = 8
 	WRSendWithInv WROp = 9
 	numWROps           = 10
 )
@@ -49,6 +52,8 @@ const (
 	WCRead            WCOp = 2
 	WCCompareSwap     WCOp = 3
 	WCFetchAdd        WCOp = 4
+	WCBindMW          WCOp = 5
+	WCLocalInv        WCOp = 6
 	WCRecv            WCOp = 128
 	WCRecvRDMAWithImm WCOp = 129
 )
@@ -74,6 +79,7 @@ const (
 	AccessRemoteWrite  = 2
 	AccessRemoteRead   = 4
 	AccessRemoteAtomic = 8
+	AccessMWBind       = 16
 )
 
 // SGE is one scatter/gather element: a range of registered memory given by
@@ -90,15 +96,28 @@ type SendWR struct {
 	Op         WROp
 	Flags      uint32 // SendFence | SendSignaled | SendSolicited | SendInline
 	SGL        []SGE
-	Imm        uint32 // immediate data (network order value) or, for SEND_WITH_INV, the R_Key to invalidate
+	Imm        uint32 // immediate data, or the R_Key to invalidate (SEND_WITH_INV, LOCAL_INV)
 	RemoteAddr uint64
 	RKey       uint32
 	CompareAdd uint64 // compare (CmpSwap) or add (FetchAdd) operand
 	Swap       uint64
+	// BIND_MW: the window, the new R_Key (same index, new low byte) and
+	// what it covers.
+	Bind *Bind
 	// UD only: where the datagram goes.
 	AV         *AV
 	RemoteQPN  uint32
 	RemoteQKey uint32
+}
+
+// Bind describes a memory window bind.
+type Bind struct {
+	MW     *MR
+	RKey   uint32
+	MR     *MR // nil or zero Length: unbind
+	Addr   uint64
+	Length uint64
+	Access uint32
 }
 
 // AV is an address vector: the destination of a UD work request.
