@@ -84,6 +84,9 @@ type QPConfig struct {
 	SigAll     bool // every send WR is signaled (sq_sig_all)
 	// SRQ, if set, supplies the receives instead of the QP's own queue.
 	SRQ *SRQ
+	// Owner is the caller's handle for the QP (returned by Owner), so
+	// events can be routed back to it.
+	Owner any
 	// OnDeadline, if set, is called (with the QP locked) whenever the QP's
 	// earliest timer deadline moves earlier or is newly set. The caller then
 	// arranges for OnTimer to run at that time. It must not call back into
@@ -116,6 +119,9 @@ type QP struct {
 
 	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
 }
+
+// Owner returns QPConfig.Owner.
+func (qp *QP) Owner() any { return qp.cfg.Owner }
 
 // QPN returns the queue pair number.
 func (qp *QP) QPN() uint32 { return qp.qpn }

@@ -10,6 +10,8 @@ import (
 type SRQ struct {
 	host *Host
 	pd   uint32
+	// Owner is the caller's handle for the SRQ, for routing events.
+	Owner any
 
 	mu     sync.Mutex
 	rq     recvQueue

@@ -26,6 +26,9 @@ type Options struct {
 	ICRC wire.ICRCMode
 	// Logger receives debug logs (nil: slog.Default()).
 	Logger *slog.Logger
+	// OnEvent receives the engine's asynchronous events; it must only
+	// queue them (it runs with engine locks held).
+	OnEvent func(engine.Event)
 }
 
 // Device is a running soft device bound to one IP address.
@@ -57,6 +60,7 @@ func Start(l link.Link, opts Options) *Device {
 	d := &Device{link: l, log: lg, done: make(chan struct{})}
 	d.host = engine.NewHost(engine.HostConfig{
 		Addr: l.LocalAddr().Addr(), Link: l, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
+		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent,
 	})
 	d.wg.Add(1)
 	go d.receiveLoop()
