@@ -23,15 +23,16 @@ const (
 	gidTableLen   = 2
 	portCapFlags  = 1 << 16 // CM_SUP, as rxe
 	vendorID      = 0xFFFFFF
-	deviceCaps    = DeviceCapFlags(0x2 | 0x4 | 0x40 | 0x400 | 0x800 | 0x1000) // BAD_PKEY_CNTR|BAD_QKEY_CNTR|UD_AV_PORT_ENFORCE|PORT_ACTIVE_EVENT|SYS_IMAGE_GUID|RC_RNR_NAK_GEN
+	deviceCaps    = DeviceCapFlags(1 | 0x2 | 0x4 | 0x40 | 0x400 | 0x800 | 0x1000 | 1<<13 | 1<<17 | 1<<24) // RESIZE_MAX_WR|BAD_PKEY_CNTR|BAD_QKEY_CNTR|UD_AV_PORT_ENFORCE|PORT_ACTIVE_EVENT|SYS_IMAGE_GUID|RC_RNR_NAK_GEN|SRQ_RESIZE|MEM_WINDOW|MEM_WINDOW_TYPE_2B
 	localAckDelay = 15
 )
 
 // Context is an open device (ibv_context). Close it when done.
 type Context struct {
-	dev *Device
-	run *softdev.Device
-	mtu int
+	dev    *Device
+	run    *softdev.Device
+	mtu    int
+	events *eventQueue
 
 	mu     sync.Mutex
 	closed bool
@@ -45,7 +46,7 @@ func (d *Device) Open() (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Context{dev: d, run: run, mtu: softdev.ActiveMTU(run.Addr())}, nil
+	return &Context{dev: d, run: run, mtu: softdev.ActiveMTU(run.Addr()), events: newEventQueue()}, nil
 }
 
 // Device returns the device this context was opened on.
@@ -61,6 +62,13 @@ func (c *Context) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.events.mu.Lock()
+	c.events.closed = true
+	c.events.mu.Unlock()
+	select {
+	case c.events.ready <- struct{}{}:
+	default:
+	}
 	return c.dev.release()
 }
 
@@ -125,6 +133,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		MaxSGE: maxSGE, MaxSGERD: maxSGE, MaxCQ: maxQP, MaxCQE: maxCQE,
 		MaxMR: maxMR, MaxPD: maxPD, MaxQPRDAtom: maxRDAtom, MaxResRDAtom: maxRDAtom * maxQP,
 		MaxQPInitRDAtom: maxRDAtom, AtomicCap: AtomicHCA, MaxPKeys: 1,
+		MaxMW: maxMR, MaxAH: maxQP, MaxSRQ: maxSRQ, MaxSRQWR: maxSRQWR, MaxSRQSGE: maxSRQSGE,
 		LocalCAAckDelay: localAckDelay, PhysPortCnt: 1, MaxInlineData: maxInline,
 		NumCompVectors: 1,
 	}, nil
@@ -170,6 +179,7 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 		State: PortActive, MaxMTU: MTU4096, ActiveMTU: active, GIDTblLen: gidTableLen,
 		PortCapFlags: portCapFlags, MaxMsgSz: maxMsgSize, PKeyTblLen: 1, MaxVLNum: 1,
 		ActiveWidth: 1, ActiveSpeed: 8, PhysState: 5, LinkLayer: LinkLayerEthernet,
+		QKeyViolCntr: uint32(c.host().Stats().DropQKey.Load()),
 	}, nil
 }
 
@@ -206,15 +216,16 @@ func (c *Context) QueryPKey(port uint8, index int) (uint16, error) {
 // Addr returns the IP address the device sends from.
 func (c *Context) Addr() netip.Addr { return c.run.Addr() }
 
-// sourceGIDAddr returns the IP address for a source GID index.
-func (c *Context) sourceGIDAddr(index uint8) (netip.Addr, error) {
+// sourceGIDAddr returns the IP address for a source GID index, or why the
+// index cannot be a source.
+func (c *Context) sourceGIDAddr(index uint8) (netip.Addr, string) {
 	if index != 1 {
 		g, _ := c.QueryGID(1, int(index))
-		return netip.Addr{}, verrorf(ErrInvalidArgument,
+		return netip.Addr{}, fmt.Sprintf(
 			"source GID index %d (%s) is not an address this soft device sends from; use GID index 1 (%s)",
 			index, g, GIDFromIP(c.run.Addr()))
 	}
-	return c.run.Addr(), nil
+	return c.run.Addr(), ""
 }
 
 func (c *Context) check() error {

@@ -85,6 +85,25 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	return k, nil
 }
 
+// Resize changes the CQ's capacity to at least cqe (ibv_resize_cq),
+// keeping the completions queued; it fails if they would not fit.
+func (cq *CQ) Resize(cqe int) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return verrorf(ErrClosed, "CQ destroyed")
+	}
+	if cqe < 1 || cqe > maxCQE || cqe < cq.n {
+		return verrorf(ErrInvalidArgument, "CQ size %d: must be %d..%d (completions queued: %d)", cqe, max(cq.n, 1), maxCQE, cq.n)
+	}
+	ring := make([]engine.Completion, cqe)
+	for i := 0; i < cq.n; i++ {
+		ring[i] = cq.ring[(cq.head+i)%len(cq.ring)]
+	}
+	cq.ring, cq.head = ring, 0
+	return nil
+}
+
 // Overflowed reports whether a completion was lost because the CQ was full.
 func (cq *CQ) Overflowed() bool {
 	cq.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -123,19 +124,25 @@ func AddLoopbackDevice(name string) (*Device, error) {
 }
 
 func addDeviceLocked(name string, addr netip.Addr, auto bool) (*Device, error) {
+	return appendDevice(&registry.devices, name, addr, auto)
+}
+
+// appendDevice adds a new device to *list, refusing a bad or duplicate name.
+func appendDevice(list *[]*Device, name string, addr netip.Addr, auto bool) (*Device, error) {
 	if name == "" || strings.ContainsAny(name, " \t/=,") {
 		return nil, verrorf(ErrInvalidArgument, "bad device name %q", name)
 	}
 	if !auto && !addr.IsValid() {
 		return nil, verrorf(ErrInvalidArgument, "device %s: no address", name)
 	}
-	for _, d := range registry.devices {
+	for _, d := range *list {
 		if d.name == name {
 			return nil, verrorf(ErrBusy, "device %s already exists", name)
 		}
 	}
-	d := &Device{name: name, addr: addr.Unmap(), auto: auto, guid: guidFor(name, addr)}
-	registry.devices = append(registry.devices, d)
+	addr = addr.Unmap()
+	d := &Device{name: name, addr: addr, auto: auto, guid: guidFor(name, addr)}
+	*list = append(*list, d)
 	return d, nil
 }
 
@@ -154,52 +161,79 @@ func guidFor(name string, addr netip.Addr) uint64 {
 }
 
 func loadDevices() error {
-	switch lo := strings.TrimSpace(os.Getenv(LoopbackEnv)); lo {
-	case "off", "none", "0":
-	case "":
-		if _, err := addDeviceLocked(DefaultDeviceName, netip.Addr{}, true); err != nil {
-			return err
-		}
-	default:
-		a, err := netip.ParseAddr(lo)
-		if err != nil {
-			return verrorf(ErrInvalidArgument, "%s=%q: %v", LoopbackEnv, lo, err)
-		}
-		if _, err := addDeviceLocked(DefaultDeviceName, a, false); err != nil {
-			return err
-		}
-	}
-	entries, err := configEntries()
+	devs, err := configDevices(os.Getenv)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		auto := e[1] == "auto"
-		var a netip.Addr
-		if !auto {
-			if a, err = netip.ParseAddr(e[1]); err != nil {
-				return verrorf(ErrInvalidArgument, "device %s: bad address %q: %v", e[0], e[1], err)
-			}
-		}
-		if _, err := addDeviceLocked(e[0], a, auto); err != nil {
+	for _, d := range devs {
+		if _, err := addDeviceLocked(d.name, d.addr, d.auto); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// configDevices returns the devices that the environment (read through
+// getenv) and the config file describe, without registering them: the
+// loopback device first, then the config file's, then RDMA_GO_DEVICES'.
+func configDevices(getenv func(string) string) ([]*Device, error) {
+	var devs []*Device
+	switch lo := strings.TrimSpace(getenv(LoopbackEnv)); lo {
+	case "off", "none", "0":
+	case "":
+		if _, err := appendDevice(&devs, DefaultDeviceName, netip.Addr{}, true); err != nil {
+			return nil, err
+		}
+	default:
+		a, err := netip.ParseAddr(lo)
+		if err != nil {
+			return nil, verrorf(ErrInvalidArgument, "%s=%q: %v", LoopbackEnv, lo, err)
+		}
+		if _, err := appendDevice(&devs, DefaultDeviceName, a, false); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := configEntries(getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		auto := e[1] == "auto"
+		var a netip.Addr
+		if !auto {
+			if a, err = netip.ParseAddr(e[1]); err != nil {
+				return nil, verrorf(ErrInvalidArgument, "device %s: bad address %q: %v", e[0], e[1], err)
+			}
+		}
+		if _, err := appendDevice(&devs, e[0], a, auto); err != nil {
+			return nil, err
+		}
+	}
+	return devs, nil
+}
+
 // configEntries returns (name, addr) pairs from the config file and the
-// environment, in that order.
-func configEntries() ([][2]string, error) {
+// environment (read through getenv), in that order.
+func configEntries(getenv func(string) string) ([][2]string, error) {
 	var out [][2]string
-	path := os.Getenv(ConfigFileEnv)
+	path := getenv(ConfigFileEnv)
 	paths := []string{path}
 	if path == "" {
-		dir := os.Getenv("XDG_CONFIG_HOME")
-		if home, err := os.UserHomeDir(); dir == "" && err == nil {
-			dir = filepath.Join(home, ".config")
+		dir := getenv("XDG_CONFIG_HOME")
+		if dir == "" {
+			home := getenv("HOME")
+			if home == "" {
+				home, _ = os.UserHomeDir()
+			}
+			if home != "" {
+				dir = filepath.Join(home, ".config")
+			}
 		}
-		paths = []string{filepath.Join(dir, "rdma-go", "devices"), "/etc/rdma-go/devices"}
+		paths = paths[:0]
+		if dir != "" {
+			paths = append(paths, filepath.Join(dir, "rdma-go", "devices"))
+		}
+		paths = append(paths, "/etc/rdma-go/devices")
 	}
 	for _, p := range paths {
 		f, err := os.Open(p)
@@ -209,30 +243,56 @@ func configEntries() ([][2]string, error) {
 			}
 			continue
 		}
-		sc := bufio.NewScanner(f)
-		for ln := 1; sc.Scan(); ln++ {
-			line, _, _ := strings.Cut(sc.Text(), "#")
-			fs := strings.Fields(line)
-			if len(fs) == 0 {
-				continue
-			}
-			if len(fs) != 2 {
-				f.Close()
-				return nil, verrorf(ErrInvalidArgument, "%s:%d: want \"name address\", got %q", p, ln, line)
-			}
-			out = append(out, [2]string{fs[0], fs[1]})
-		}
+		ents, err := parseConfig(f, p)
 		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ents...)
 		break
 	}
-	if env := strings.TrimSpace(os.Getenv(DevicesEnv)); env != "" {
-		for _, item := range strings.Split(env, ",") {
-			name, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
-			if !ok {
-				return nil, verrorf(ErrInvalidArgument, "%s: want name=address, got %q", DevicesEnv, item)
-			}
-			out = append(out, [2]string{name, addr})
+	ents, err := parseEnv(getenv(DevicesEnv))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ents...), nil
+}
+
+// parseConfig parses a config file: one "name address" pair a line, with #
+// starting a comment and blank lines ignored. source names the file in
+// errors.
+func parseConfig(r io.Reader, source string) ([][2]string, error) {
+	var out [][2]string
+	sc := bufio.NewScanner(r)
+	for ln := 1; sc.Scan(); ln++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fs := strings.Fields(line)
+		if len(fs) == 0 {
+			continue
 		}
+		if len(fs) != 2 {
+			return nil, verrorf(ErrInvalidArgument, "%s:%d: want \"name address\", got %q", source, ln, strings.TrimSpace(line))
+		}
+		out = append(out, [2]string{fs[0], fs[1]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("verbs: %s: %w", source, err)
+	}
+	return out, nil
+}
+
+// parseEnv parses the value of RDMA_GO_DEVICES: "name=addr[,name=addr...]".
+func parseEnv(env string) ([][2]string, error) {
+	var out [][2]string
+	if env = strings.TrimSpace(env); env == "" {
+		return nil, nil
+	}
+	for _, item := range strings.Split(env, ",") {
+		name, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			return nil, verrorf(ErrInvalidArgument, "%s: want name=address, got %q", DevicesEnv, item)
+		}
+		out = append(out, [2]string{strings.TrimSpace(name), strings.TrimSpace(addr)})
 	}
 	return out, nil
 }
@@ -249,7 +309,7 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		run *softdev.Device
 		err error
 	)
-	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID}
+	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent}
 	if d.auto {
 		// Every 127/8 address is local: take the first one whose RoCE
 		// port is free, so several processes share the loopback device.

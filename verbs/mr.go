@@ -69,6 +69,9 @@ type MR struct {
 // address is buf's virtual address. REMOTE_WRITE or REMOTE_ATOMIC without
 // LOCAL_WRITE is invalid, as in libibverbs.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
+	if err := pd.ctx.check(); err != nil {
+		return nil, err
+	}
 	if access&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && access&AccessLocalWrite == 0 {
 		return nil, verrorf(ErrInvalidArgument, "access %s: remote write or atomic needs LOCAL_WRITE", access)
 	}
@@ -82,7 +85,7 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if err := pd.use(1, 0); err != nil {
 		return nil, err
 	}
-	m := pd.ctx.host().Mem().Register(pd.handle, buf, uint32(access&0xF))
+	m := pd.ctx.host().Mem().Register(pd.handle, buf, uint32(access&0x1F))
 	return &MR{pd: pd, mr: m, buf: buf}, nil
 }
 
@@ -111,6 +114,9 @@ func (m *MR) PD() *PD { return m.pd }
 
 // Dereg deregisters the MR (ibv_dereg_mr); its keys stop working at once.
 func (m *MR) Dereg() error {
+	if n := m.mr.Windows(); n > 0 {
+		return verrorf(ErrBusy, "MR has %d memory window(s) bound", n)
+	}
 	if m.dead.Swap(true) {
 		return verrorf(ErrClosed, "MR already deregistered")
 	}

@@ -18,6 +18,8 @@ type QPInitAttr struct {
 	Cap    QPCap
 	// SigAll makes every send work request signaled (sq_sig_all).
 	SigAll bool
+	// SRQ, if set, supplies the QP's receives; Cap.MaxRecvWR is ignored.
+	SRQ *SRQ
 }
 
 // QP is a queue pair (ibv_qp).
@@ -43,9 +45,7 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		return nil, err
 	}
 	switch init.Type {
-	case QPTypeRC, QPTypeUC:
-	case QPTypeUD:
-		return nil, verrorf(ErrNotSupported, "UD QPs are not implemented yet")
+	case QPTypeRC, QPTypeUC, QPTypeUD:
 	default:
 		return nil, verrorf(ErrInvalidArgument, "QP type %s not supported", init.Type)
 	}
@@ -80,21 +80,42 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		pd.use(0, -1)
 		return nil, err
 	}
+	var esrq *engine.SRQ
+	if init.SRQ != nil {
+		if init.SRQ.pd.ctx != c {
+			init.SendCQ.use(-1)
+			init.RecvCQ.use(-1)
+			pd.use(0, -1)
+			return nil, verrorf(ErrInvalidArgument, "SRQ belongs to another context")
+		}
+		if err := init.SRQ.use(1); err != nil {
+			init.SendCQ.use(-1)
+			init.RecvCQ.use(-1)
+			pd.use(0, -1)
+			return nil, err
+		}
+		esrq = init.SRQ.e
+	}
+	q := &QP{pd: pd, init: init}
 	t := softdev.NewQPTimer()
 	eqp, err := c.host().CreateQP(engine.QPConfig{
 		Type: engine.QPType(init.Type), PD: pd.handle, SendCQ: init.SendCQ, RecvCQ: init.RecvCQ,
 		MaxSendWR: int(cp.MaxSendWR), MaxRecvWR: int(cp.MaxRecvWR),
 		MaxSendSGE: int(cp.MaxSendSGE), MaxRecvSGE: int(cp.MaxRecvSGE), MaxInline: int(cp.MaxInlineData),
-		SigAll: init.SigAll, OnDeadline: t.Arm,
+		SigAll: init.SigAll, OnDeadline: t.Arm, SRQ: esrq, Owner: q,
 	})
 	if err != nil {
 		init.SendCQ.use(-1)
 		init.RecvCQ.use(-1)
+		if init.SRQ != nil {
+			init.SRQ.use(-1)
+		}
 		pd.use(0, -1)
 		return nil, verrorf(ErrNoMemory, "create QP: %v", err)
 	}
 	t.Bind(eqp)
-	return &QP{pd: pd, init: init, eqp: eqp, timer: t}, nil
+	q.eqp, q.timer = eqp, t
+	return q, nil
 }
 
 // QPN returns the queue pair number (ibv_qp.qp_num).
@@ -131,16 +152,19 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		em uint32
 	)
 	if mask&QPAttrAV != 0 {
-		if attr.AH.PortNum > 1 {
-			return verrorf(ErrInvalidArgument, "modify QP: AV port %d is not the QP's port 1", attr.AH.PortNum)
+		fail := func(format string, args ...any) error {
+			return verrorf(ErrInvalidArgument, "modify %s QP %s→%s: AV: %s", qp.init.Type, cur, next, fmt.Sprintf(format, args...))
 		}
-		src, err := c.sourceGIDAddr(attr.AH.GRH.SGIDIndex)
-		if err != nil {
-			return fmt.Errorf("modify QP: %w", err)
+		if attr.AH.PortNum > 1 {
+			return fail("port %d is not the QP's port 1", attr.AH.PortNum)
+		}
+		src, why := c.sourceGIDAddr(attr.AH.GRH.SGIDIndex)
+		if why != "" {
+			return fail("%s", why)
 		}
 		dst := attr.AH.GRH.DGID.IP()
 		if dst.Is4() != src.Is4() {
-			return verrorf(ErrInvalidArgument, "modify QP: destination GID %s and source %s are of different IP families", attr.AH.GRH.DGID, GIDFromIP(src))
+			return fail("destination GID %s and source %s are of different IP families", attr.AH.GRH.DGID, GIDFromIP(src))
 		}
 		ea.Remote, ea.FlowLabel = dst, attr.AH.GRH.FlowLabel
 		em |= engine.AttrAV
@@ -297,12 +321,24 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 			return &PostError{Index: i, Err: err}
 		}
 		imm := wr.ImmData
-		if wr.Opcode == WRSendWithInv {
+		if wr.Opcode == WRSendWithInv || wr.Opcode == WRLocalInv {
 			imm = wr.InvalidateRKey
 		}
-		s = append(s, engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
+		ew := engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
 			SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
-			CompareAdd: wr.CompareAdd, Swap: wr.Swap})
+			CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+		if wr.AH != nil {
+			// The engine copies the AV and the bind at post time.
+			ew.AV, ew.RemoteQPN, ew.RemoteQKey = &wr.AH.av, wr.RemoteQPN, wr.RemoteQKey
+		}
+		if wr.Opcode == WRBindMW {
+			ew.Bind = &engine.Bind{MW: wr.BindMW.e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
+				Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
+			if wr.BindInfo.MR != nil {
+				ew.Bind.MR = wr.BindInfo.MR.mr
+			}
+		}
+		s = append(s, ew)
 	}
 	n, err := qp.eqp.PostSendList(time.Now(), s)
 	clear(s)
@@ -314,14 +350,43 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
+	t := qp.init.Type
+	bad := func() error {
+		return verrorf(ErrInvalidArgument, "opcode %s not valid on a %s QP", wr.Opcode, t)
+	}
 	switch wr.Opcode {
-	case WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm:
+	case WRSend, WRSendWithImm:
+	case WRRDMAWrite, WRRDMAWriteWithImm, WRLocalInv:
+		if t == QPTypeUD {
+			return bad()
+		}
 	case WRRDMARead, WRAtomicCmpAndSwp, WRAtomicFetchAndAdd, WRSendWithInv:
-		if qp.init.Type != QPTypeRC {
-			return verrorf(ErrInvalidArgument, "opcode %s not valid on a %s QP", wr.Opcode, qp.init.Type)
+		if t != QPTypeRC {
+			return bad()
+		}
+	case WRBindMW:
+		if t == QPTypeUD {
+			return bad()
+		}
+		if wr.BindMW == nil {
+			return verrorf(ErrInvalidArgument, "BIND_MW without a window")
+		}
+		if wr.BindMW.pd != qp.pd {
+			return verrorf(ErrInvalidArgument, "BIND_MW: window belongs to another PD")
+		}
+		if mr := wr.BindInfo.MR; mr != nil && mr.pd != qp.pd {
+			return verrorf(ErrInvalidArgument, "BIND_MW: MR belongs to another PD")
 		}
 	default:
 		return verrorf(ErrNotSupported, "opcode %s not supported", wr.Opcode)
+	}
+	if t == QPTypeUD {
+		if wr.AH == nil || wr.AH.dead.Load() {
+			return verrorf(ErrInvalidArgument, "UD send without a valid address handle")
+		}
+		if wr.AH.pd != qp.pd {
+			return verrorf(ErrInvalidArgument, "address handle belongs to another PD")
+		}
 	}
 	if len(wr.SGL) > int(qp.init.Cap.MaxSendSGE) {
 		return verrorf(ErrInvalidArgument, "%d SGEs, QP allows %d", len(wr.SGL), qp.init.Cap.MaxSendSGE)
@@ -385,6 +450,9 @@ func (qp *QP) Destroy() error {
 	qp.pd.ctx.host().DestroyQP(qp.eqp)
 	qp.init.SendCQ.use(-1)
 	qp.init.RecvCQ.use(-1)
+	if qp.init.SRQ != nil {
+		qp.init.SRQ.use(-1)
+	}
 	qp.pd.use(0, -1)
 	return nil
 }

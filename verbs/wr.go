@@ -39,6 +39,16 @@ type SendWR struct {
 	// value a fetch-and-add adds; Swap is the swap operand.
 	CompareAdd uint64
 	Swap       uint64
+	// AH, RemoteQPN and RemoteQKey address a UD send. A RemoteQKey with
+	// bit 31 set means "use the QP's own Q_Key" (IBTA C10-15).
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
+	// BindMW, BindRKey and BindInfo describe a WRBindMW: the window, its
+	// new R_Key (IncRKey of the current one) and what it exposes.
+	BindMW   *MW
+	BindRKey uint32
+	BindInfo MWBindInfo
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr).

@@ -1,0 +1,104 @@
+package verbs
+
+import (
+	"context"
+	"sync"
+
+	"github.com/rdma-go/rdma-go/engine"
+)
+
+// AsyncEvent is an asynchronous event (struct ibv_async_event): which
+// object it is about, and what happened.
+type AsyncEvent struct {
+	Type EventType
+	QP   *QP  // QP events
+	CQ   *CQ  // CQ_ERR
+	SRQ  *SRQ // SRQ events
+	Port uint8
+}
+
+// eventQueue is a context's queue of asynchronous events: unbounded, so the
+// engine never blocks on a slow reader, and read with GetAsyncEvent.
+type eventQueue struct {
+	mu     sync.Mutex
+	q      []AsyncEvent
+	ready  chan struct{} // has a token while q is not empty
+	acked  int
+	closed bool
+}
+
+func newEventQueue() *eventQueue { return &eventQueue{ready: make(chan struct{}, 1)} }
+
+func (e *eventQueue) push(ev AsyncEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.q = append(e.q, ev)
+	select {
+	case e.ready <- struct{}{}:
+	default:
+	}
+}
+
+// GetAsyncEvent blocks until the context has an asynchronous event, or ctx
+// is done (ibv_get_async_event). Acknowledge each with AckAsyncEvent.
+func (c *Context) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
+	e := c.events
+	for {
+		e.mu.Lock()
+		if len(e.q) > 0 {
+			ev := e.q[0]
+			e.q = e.q[1:]
+			if len(e.q) > 0 {
+				select {
+				case e.ready <- struct{}{}:
+				default:
+				}
+			}
+			e.mu.Unlock()
+			return ev, nil
+		}
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return AsyncEvent{}, verrorf(ErrClosed, "device context closed")
+		}
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return AsyncEvent{}, ctx.Err()
+		}
+	}
+}
+
+// AckAsyncEvent acknowledges an event (ibv_ack_async_event).
+func (c *Context) AckAsyncEvent(AsyncEvent) {
+	c.events.mu.Lock()
+	c.events.acked++
+	c.events.mu.Unlock()
+}
+
+// routeEvent delivers an engine event to the context that owns its object.
+func routeEvent(ev engine.Event) {
+	out := AsyncEvent{Type: EventType(ev.Type), Port: 1}
+	var ctx *Context
+	switch {
+	case ev.QP != nil:
+		if qp, ok := ev.QP.Owner().(*QP); ok {
+			out.QP, ctx = qp, qp.pd.ctx
+		}
+	case ev.SRQ != nil:
+		if srq, ok := ev.SRQ.Owner.(*SRQ); ok {
+			out.SRQ, ctx = srq, srq.pd.ctx
+		}
+	case ev.CQ != nil:
+		if cq, ok := ev.CQ.(*CQ); ok {
+			out.CQ, ctx = cq, cq.ctx
+		}
+	}
+	if ctx != nil {
+		ctx.events.push(out)
+	}
+}

@@ -1,0 +1,92 @@
+package verbs
+
+import (
+	"sync/atomic"
+
+	"github.com/rdma-go/rdma-go/engine"
+)
+
+// MWType is a memory window type (enum ibv_mw_type).
+type MWType uint32
+
+// Memory window types.
+const (
+	MWType1 MWType = 1 // bound with QP.BindMW, invalidated by rebinding
+	MWType2 MWType = 2 // bound with a WRBindMW work request, invalidated by LOCAL_INV or SEND_WITH_INV
+)
+
+// MW is a memory window (ibv_mw): a remotely accessible part of an MR with
+// its own R_Key and access rights, that can be moved or revoked without
+// re-registering memory.
+type MW struct {
+	pd   *PD
+	typ  MWType
+	e    *engine.MR
+	dead atomic.Bool
+}
+
+// MWBindInfo says what a window exposes (struct ibv_mw_bind_info): a range
+// of an MR registered with AccessMWBind, and the remote access allowed.
+// A zero Length unbinds the window.
+type MWBindInfo struct {
+	MR     *MR
+	Addr   uint64
+	Length uint64
+	Access AccessFlags
+}
+
+// MWBind is a type 1 window bind (struct ibv_mw_bind).
+type MWBind struct {
+	WRID  uint64
+	Flags SendFlags
+	Info  MWBindInfo
+}
+
+// AllocMW allocates a memory window of type t (ibv_alloc_mw).
+func (pd *PD) AllocMW(t MWType) (*MW, error) {
+	if err := pd.ctx.check(); err != nil {
+		return nil, err
+	}
+	if t != MWType1 && t != MWType2 {
+		return nil, verrorf(ErrInvalidArgument, "memory window type %d", t)
+	}
+	if err := pd.use(1, 0); err != nil {
+		return nil, err
+	}
+	return &MW{pd: pd, typ: t, e: pd.ctx.host().Mem().AllocMW(pd.handle, uint8(t))}, nil
+}
+
+// Type returns the window type.
+func (mw *MW) Type() MWType { return mw.typ }
+
+// RKey returns the window's current R_Key (ibv_mw.rkey).
+func (mw *MW) RKey() uint32 { return mw.pd.ctx.host().Mem().CurrentRKey(mw.e) }
+
+// Dealloc frees the window (ibv_dealloc_mw); its R_Key stops working.
+func (mw *MW) Dealloc() error {
+	if mw.dead.Swap(true) {
+		return verrorf(ErrClosed, "MW already deallocated")
+	}
+	mw.pd.ctx.host().Mem().Deregister(mw.e)
+	mw.pd.use(-1, 0)
+	return nil
+}
+
+// IncRKey returns rkey with its low 8 bits (the key variant) incremented, the
+// new R_Key for a type 2 bind (ibv_inc_rkey).
+func IncRKey(rkey uint32) uint32 { return rkey&^0xFF | (rkey+1)&0xFF }
+
+// BindMW binds a type 1 window through qp (ibv_bind_mw): it posts a bind
+// work request and returns the window's new R_Key, valid once the bind
+// completes (a WCBindMW completion when signaled).
+func (qp *QP) BindMW(mw *MW, b MWBind) (uint32, error) {
+	if mw.typ != MWType1 {
+		return 0, verrorf(ErrInvalidArgument, "BindMW is for type 1 windows; bind type 2 with a WRBindMW work request")
+	}
+	rkey := IncRKey(mw.RKey())
+	err := qp.PostSend(SendWR{ID: b.WRID, Opcode: WRBindMW, Flags: b.Flags, BindMW: mw, BindRKey: rkey, BindInfo: b.Info})
+	if err != nil {
+		return 0, err
+	}
+	return rkey, nil
+}
