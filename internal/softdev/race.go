@@ -1,0 +1,5 @@
+//go:build race
+
+package softdev
+
+const raceEnabled = true
