@@ -35,7 +35,7 @@ type HostConfig struct {
 	// Logger receives debug logs; nil means slog.Default().
 	Logger *slog.Logger
 	// MTU is the port's active MTU in bytes, the largest UD message
-	// (default 1024).
+	// (default 1024, at most 4096).
 	MTU int
 	// OnEvent receives asynchronous events. It is called with engine locks
 	// held, so it must only queue the event.
@@ -75,6 +75,7 @@ func NewHost(cfg HostConfig) *Host {
 	if cfg.MTU <= 0 {
 		cfg.MTU = 1024
 	}
+	cfg.MTU = min(cfg.MTU, 4096) // the largest IB MTU, and what a packet buffer holds
 	if cfg.Mem == nil {
 		cfg.Mem = NewMemTable()
 	}
@@ -129,6 +130,16 @@ func (h *Host) DestroyQP(qp *QP) {
 	delete(h.qps, qp.qpn)
 	h.mu.Unlock()
 	qp.mu.Lock()
+	if qp.rsp.ackPending && qp.st != StateErr {
+		// The application may have seen the last receive completion
+		// before the receive path sent its coalesced ACK: send it now,
+		// or the peer retransmits to a QP that no longer exists and its
+		// send never completes.
+		tx := h.getTx()
+		qp.flushDeferredAck(tx)
+		h.flush(tx)
+		h.putTx(tx)
+	}
 	qp.st = StateErr
 	qp.req.stopTimers()
 	qp.mu.Unlock()

@@ -70,27 +70,31 @@ func Defaults(k Kind) Config {
 	return c
 }
 
+// maxSRQQPs is srq_pingpong's compile-time MAX_QP: it always exchanges this
+// many records, zeros for QPs beyond -q.
+const maxSRQQPs = 256
+
 // state is one run's resources.
 type state struct {
-	cfg   Config
-	ctx   *verbs.Context
-	pd    *verbs.PD
-	mr    *verbs.MR
-	buf   []byte
-	ch    *verbs.CompChannel
-	cq    *verbs.CQ
-	qps   []*verbs.QP
-	local []Dest
-	// routs counts posted receives per QP.
-	routs []int
-	gid   verbs.GID
+	cfg     Config
+	ctx     *verbs.Context
+	pd      *verbs.PD
+	mr      *verbs.MR
+	buf     []byte
+	ch      *verbs.CompChannel
+	cq      *verbs.CQ
+	srq     *verbs.SRQ
+	qps     []*verbs.QP
+	ah      *verbs.AH
+	local   []Dest
+	remote  []Dest
+	routs   int // receives posted (per QP, or on the SRQ)
+	gid     verbs.GID
+	portMTU int
 }
 
 // Run runs one side of the pingpong. Errors carry the C tools' messages.
 func Run(ctx context.Context, cfg Config) (err error) {
-	if cfg.Kind != RC && cfg.Kind != UC {
-		return fmt.Errorf("this pingpong is not implemented yet")
-	}
 	s := &state{cfg: cfg}
 	defer s.close()
 	if err := s.open(); err != nil {
@@ -102,13 +106,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	for i := range s.qps {
 		s.printAddr("local address: ", s.local[i])
 	}
-	var remote []Dest
+	records := s.local
+	if cfg.Kind == SRQ {
+		records = make([]Dest, maxSRQQPs)
+		copy(records, s.local)
+	}
 	if cfg.Host != "" {
-		remote, err = ClientExchange(ctx, cfg.Host, cfg.Port, s.local)
-		if err != nil {
+		if s.remote, err = ClientExchange(ctx, cfg.Host, cfg.Port, records); err != nil {
 			return err
 		}
-		if err := s.connect(remote); err != nil {
+		if err := s.connect(); err != nil {
 			return err
 		}
 	} else {
@@ -116,8 +123,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			return err
 		}
-		remote, err = ServerExchange(ctx, ln, len(s.local), func(r []Dest) ([]Dest, error) {
-			return s.local, s.connect(r)
+		s.remote, err = ServerExchange(ctx, ln, len(records), func(r []Dest) ([]Dest, error) {
+			s.remote = r
+			return records, s.connect()
 		})
 		if err != nil {
 			return err
@@ -126,8 +134,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Exchanged != nil {
 		cfg.Exchanged()
 	}
-	for _, d := range remote {
-		s.printAddr("remote address:", d)
+	for i := range s.qps {
+		s.printAddr("remote address:", s.remote[i])
 	}
 	return s.dataPhase(ctx)
 }
@@ -158,10 +166,33 @@ func (s *state) open() error {
 	return nil
 }
 
+// bufLen is the buffer size: UD receives get room for the GRH.
+func (s *state) bufLen() int {
+	if s.cfg.Kind == UD {
+		return s.cfg.Size + grhLen
+	}
+	return s.cfg.Size
+}
+
 func (s *state) setup() error {
 	cfg := s.cfg
 	var err error
-	s.buf = make([]byte, cfg.Size)
+	port, err := s.ctx.QueryPort(uint8(cfg.IBPort))
+	if err != nil {
+		return fmt.Errorf("Couldn't get port info: %w", err)
+	}
+	s.portMTU = port.ActiveMTU.Bytes()
+	if cfg.Kind == UD && cfg.Size > s.portMTU {
+		return fmt.Errorf("Requested size larger than port MTU (%d)", s.portMTU)
+	}
+	nqp := 1
+	if cfg.Kind == SRQ {
+		nqp = cfg.NumQP
+		if cfg.RxDepth < nqp {
+			return fmt.Errorf("rx_depth %d is too small for %d QPs -- must have at least one receive per QP", cfg.RxDepth, nqp)
+		}
+	}
+	s.buf = make([]byte, s.bufLen())
 	for i := range s.buf {
 		s.buf[i] = 0x7b
 	}
@@ -181,60 +212,97 @@ func (s *state) setup() error {
 			return fmt.Errorf("Couldn't create completion channel: %w", err)
 		}
 	}
-	if s.cq, err = s.ctx.CreateCQ(cfg.RxDepth+1, s.ch); err != nil {
+	cqe := cfg.RxDepth + 1
+	if cfg.Kind == SRQ {
+		cqe = cfg.RxDepth + nqp
+	}
+	if s.cq, err = s.ctx.CreateCQ(cqe, s.ch); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
-	qt := verbs.QPTypeRC
-	if cfg.Kind == UC {
-		qt = verbs.QPTypeUC
+	if cfg.Kind == SRQ {
+		if s.srq, err = s.pd.CreateSRQ(verbs.SRQAttr{MaxWR: uint32(cfg.RxDepth), MaxSGE: 1}); err != nil {
+			return fmt.Errorf("Couldn't create SRQ: %w", err)
+		}
 	}
-	qp, err := s.pd.CreateQP(verbs.QPInitAttr{Type: qt, SendCQ: s.cq, RecvCQ: s.cq,
-		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		return fmt.Errorf("Couldn't create QP: %w", err)
-	}
-	s.qps = []*verbs.QP{qp}
-	s.routs = make([]int, 1)
-	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: uint8(cfg.IBPort)},
-		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
-		return fmt.Errorf("Failed to modify QP to INIT: %w", err)
-	}
-	if s.routs[0], err = s.postRecv(qp, cfg.RxDepth); err != nil || s.routs[0] < cfg.RxDepth {
-		return fmt.Errorf("Couldn't post receive (%d)", s.routs[0])
-	}
-	if _, err := s.ctx.QueryPort(uint8(cfg.IBPort)); err != nil {
-		return fmt.Errorf("Couldn't get port info: %w", err)
-	}
+	qt := map[Kind]verbs.QPType{RC: verbs.QPTypeRC, UC: verbs.QPTypeUC, UD: verbs.QPTypeUD, SRQ: verbs.QPTypeRC}[cfg.Kind]
 	if cfg.GIDIndex >= 0 {
 		if s.gid, err = s.ctx.QueryGID(uint8(cfg.IBPort), cfg.GIDIndex); err != nil {
 			return fmt.Errorf("can't read sgid of index %d", cfg.GIDIndex)
 		}
 	}
-	s.local = []Dest{{QPN: qp.QPN(), PSN: rand.Uint32() & 0xFFFFFF, GID: s.gid}}
+	for i := 0; i < nqp; i++ {
+		qp, err := s.pd.CreateQP(verbs.QPInitAttr{Type: qt, SendCQ: s.cq, RecvCQ: s.cq, SRQ: s.srq,
+			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(cfg.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
+		if err != nil {
+			return fmt.Errorf("Couldn't create QP[%d]: %w", i, err)
+		}
+		s.qps = append(s.qps, qp)
+		a := verbs.QPAttr{State: verbs.QPStateInit, PortNum: uint8(cfg.IBPort)}
+		mask := verbs.QPAttrState | verbs.QPAttrPKeyIndex | verbs.QPAttrPort
+		if cfg.Kind == UD {
+			a.QKey, mask = udQKey, mask|verbs.QPAttrQKey
+		} else {
+			mask |= verbs.QPAttrAccessFlags
+		}
+		if err := qp.Modify(&a, mask); err != nil {
+			return fmt.Errorf("Failed to modify QP to INIT: %w", err)
+		}
+		s.local = append(s.local, Dest{QPN: qp.QPN(), PSN: rand.Uint32() & 0xFFFFFF, GID: s.gid})
+	}
+	if s.routs, err = s.postRecv(cfg.RxDepth); err != nil || s.routs < cfg.RxDepth {
+		return fmt.Errorf("Couldn't post receive (%d)", s.routs)
+	}
 	return nil
 }
 
-func (s *state) postRecv(qp *verbs.QP, n int) (int, error) {
+// postRecv posts n receives: on the SRQ, or on the one QP.
+func (s *state) postRecv(n int) (int, error) {
+	wr := verbs.RecvWR{ID: recvWRID, SGL: []verbs.SGE{s.mr.SGE(0, s.bufLen())}}
 	for i := 0; i < n; i++ {
-		if err := qp.PostRecv(verbs.RecvWR{ID: recvWRID, SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}); err != nil {
+		var err error
+		if s.srq != nil {
+			err = s.srq.PostRecv(wr)
+		} else {
+			err = s.qps[0].PostRecv(wr)
+		}
+		if err != nil {
 			return i, err
 		}
 	}
 	return n, nil
 }
 
-// connect moves the QPs to RTR and RTS aimed at the remote records.
-func (s *state) connect(remote []Dest) error {
+// connect moves the QPs to RTR and RTS aimed at the remote records (UD:
+// creates the address handle instead).
+func (s *state) connect() error {
 	cfg := s.cfg
 	for i, qp := range s.qps {
-		r := remote[i]
-		a := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: cfg.MTU, DestQPN: r.QPN, RQPSN: r.PSN,
-			MaxDestRDAtomic: 1, MinRNRTimer: 12,
-			AH: verbs.AHAttr{DLID: r.LID, SL: uint8(cfg.SL), PortNum: uint8(cfg.IBPort)}}
-		if !r.GID.InterfaceIDZero() {
-			a.AH.IsGlobal = true
-			a.AH.GRH = verbs.GlobalRoute{HopLimit: 1, DGID: r.GID, SGIDIndex: uint8(cfg.GIDIndex)}
+		r := s.remote[i]
+		ah := verbs.AHAttr{DLID: r.LID, SL: uint8(cfg.SL), PortNum: uint8(cfg.IBPort)}
+		gid := r.GID
+		if cfg.Kind == SRQ {
+			gid = s.remote[0].GID // the C tool uses record 0's GID for every QP
 		}
+		if !gid.InterfaceIDZero() {
+			ah.IsGlobal = true
+			ah.GRH = verbs.GlobalRoute{HopLimit: 1, DGID: gid, SGIDIndex: uint8(cfg.GIDIndex)}
+		}
+		if cfg.Kind == UD {
+			if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateRTR}, verbs.QPAttrState); err != nil {
+				return fmt.Errorf("Failed to modify QP to RTR: %w", err)
+			}
+			if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateRTS, SQPSN: s.local[i].PSN}, verbs.QPAttrState|verbs.QPAttrSQPSN); err != nil {
+				return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+			}
+			ah.GRH.HopLimit = 64
+			var err error
+			if s.ah, err = s.pd.CreateAH(ah); err != nil {
+				return fmt.Errorf("Failed to create AH: %w", err)
+			}
+			continue
+		}
+		a := verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: cfg.MTU, DestQPN: r.QPN, RQPSN: r.PSN,
+			MaxDestRDAtomic: 1, MinRNRTimer: 12, AH: ah}
 		mask := verbs.QPAttrState | verbs.QPAttrAV | verbs.QPAttrPathMTU | verbs.QPAttrDestQPN | verbs.QPAttrRQPSN
 		if cfg.Kind != UC {
 			mask |= verbs.QPAttrMaxDestRDAtomic | verbs.QPAttrMinRNRTimer
@@ -254,27 +322,48 @@ func (s *state) connect(remote []Dest) error {
 	return nil
 }
 
-func (s *state) postSend(qp *verbs.QP) error {
-	return qp.PostSend(verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}})
+func (s *state) postSend(i int) error {
+	wr := verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}
+	if s.cfg.Kind == UD {
+		wr.SGL[0] = s.mr.SGE(grhLen, s.cfg.Size)
+		wr.AH, wr.RemoteQPN, wr.RemoteQKey = s.ah, s.remote[0].QPN, udQKey
+	}
+	return s.qps[i].PostSend(wr)
 }
 
-// dataPhase is the C tools' loop: each side sends its next message once
-// its previous send and a receive have both completed.
+// qpIndex finds the QP a completion belongs to.
+func (s *state) qpIndex(qpn uint32) int {
+	for i, qp := range s.qps {
+		if qp.QPN() == qpn {
+			return i
+		}
+	}
+	return -1
+}
+
+// dataPhase is the C tools' loop: each QP sends its next message once its
+// previous send and a receive have both completed.
 func (s *state) dataPhase(ctx context.Context) error {
 	cfg := s.cfg
-	qp := s.qps[0]
-	pending := recvWRID
-	if cfg.Host != "" {
-		if err := s.postSend(qp); err != nil {
-			return fmt.Errorf("Couldn't post send")
+	pending := make([]int, len(s.qps))
+	for i := range s.qps {
+		pending[i] = recvWRID
+		if cfg.Host != "" {
+			if err := s.postSend(i); err != nil {
+				return fmt.Errorf("Couldn't post send")
+			}
+			pending[i] |= sendWRID
 		}
-		pending |= sendWRID
 	}
 	if cfg.Events {
 		if err := s.cq.ReqNotify(false); err != nil {
 			return fmt.Errorf("Couldn't request CQ notification")
 		}
+	}
+	refill := 1
+	if cfg.Kind == SRQ {
+		refill = len(s.qps)
 	}
 	start := time.Now()
 	rcnt, scnt := 0, 0
@@ -312,28 +401,32 @@ func (s *state) dataPhase(ctx context.Context) error {
 			if w.Status != verbs.WCSuccess {
 				return fmt.Errorf("Failed status %s (%d) for wr_id %d", w.Status, int(w.Status), w.WRID)
 			}
+			q := s.qpIndex(w.QPNum)
+			if q < 0 {
+				return fmt.Errorf("Completion for unknown QPN 0x%06x", w.QPNum)
+			}
 			switch w.WRID {
 			case sendWRID:
 				scnt++
 			case recvWRID:
-				s.routs[0]--
-				if s.routs[0] <= 1 {
-					k, _ := s.postRecv(qp, cfg.RxDepth-s.routs[0])
-					s.routs[0] += k
-					if s.routs[0] < cfg.RxDepth {
-						return fmt.Errorf("Couldn't post receive (%d)", s.routs[0])
+				s.routs--
+				if s.routs <= refill {
+					k, _ := s.postRecv(cfg.RxDepth - s.routs)
+					s.routs += k
+					if s.routs < cfg.RxDepth {
+						return fmt.Errorf("Couldn't post receive (%d)", s.routs)
 					}
 				}
 				rcnt++
 			default:
 				return fmt.Errorf("Completion for unknown wr_id %d", w.WRID)
 			}
-			pending &^= int(w.WRID)
-			if scnt < cfg.Iters && pending == 0 {
-				if err := s.postSend(qp); err != nil {
+			pending[q] &^= int(w.WRID)
+			if scnt < cfg.Iters && pending[q] == 0 {
+				if err := s.postSend(q); err != nil {
 					return fmt.Errorf("Couldn't post send")
 				}
-				pending = recvWRID | sendWRID
+				pending[q] = recvWRID | sendWRID
 			}
 		}
 	}
@@ -349,8 +442,12 @@ func (s *state) dataPhase(ctx context.Context) error {
 	fmt.Fprintf(cfg.Stdout, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, float64(bytes)*8/usec)
 	fmt.Fprintf(cfg.Stdout, "%d iters in %.2f seconds = %.2f usec/iter\n", cfg.Iters, usec/1e6, usec/float64(cfg.Iters))
 	if cfg.Check && cfg.Host == "" {
+		off := 0
+		if cfg.Kind == UD {
+			off = grhLen
+		}
 		for i := 0; i < cfg.Size; i += pageSize {
-			if s.buf[i] != 0 {
+			if s.buf[off+i] != 0 {
 				fmt.Fprintf(cfg.Stderr, "invalid data in page %d\n", i/pageSize)
 			}
 		}
@@ -369,6 +466,12 @@ func (s *state) printAddr(label string, d Dest) {
 func (s *state) close() {
 	for _, qp := range s.qps {
 		qp.Destroy()
+	}
+	if s.ah != nil {
+		s.ah.Destroy()
+	}
+	if s.srq != nil {
+		s.srq.Destroy()
 	}
 	if s.mr != nil {
 		s.mr.Dereg()

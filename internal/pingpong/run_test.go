@@ -103,3 +103,43 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestUCPingpongInProcess(t *testing.T) {
+	for _, size := range []int{1, 4096, 65536} {
+		s, c := runPair(t, UC, func(cfg *Config) { cfg.Size = size })
+		for _, out := range []string{s, c} {
+			if !itersRE.MatchString(out) || !remoteRE.MatchString(out) {
+				t.Fatalf("size %d output:\n%s", size, out)
+			}
+		}
+	}
+}
+
+func TestUDPingpongInProcess(t *testing.T) {
+	for _, size := range []int{1, 1024, 4096} {
+		s, c := runPair(t, UD, func(cfg *Config) { cfg.Size = size; cfg.Check = true })
+		for _, out := range []string{s, c} {
+			if !itersRE.MatchString(out) || !localRE.MatchString(out) || !strings.Contains(out, "PSN 0x") {
+				t.Fatalf("size %d output:\n%s", size, out)
+			}
+		}
+		if !regexp.MustCompile(`local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}: GID`).MatchString(c) {
+			t.Fatalf("ud local line lacks the colon:\n%s", c)
+		}
+	}
+}
+
+func TestSRQPingpongInProcess(t *testing.T) {
+	s, c := runPair(t, SRQ, func(cfg *Config) { cfg.NumQP = 4; cfg.RxDepth = 64; cfg.Size = 2000 })
+	for _, out := range []string{s, c} {
+		if n := len(localRE.FindAllString(out, -1)); n != 4 {
+			t.Fatalf("%d local lines, want 4:\n%s", n, out)
+		}
+		if n := len(remoteRE.FindAllString(out, -1)); n != 4 {
+			t.Fatalf("%d remote lines, want 4:\n%s", n, out)
+		}
+		if !itersRE.MatchString(out) {
+			t.Fatalf("output:\n%s", out)
+		}
+	}
+}
