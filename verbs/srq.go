@@ -153,4 +153,3 @@ func (s *SRQ) use(d int) error {
 	s.users += d
 	return nil
 }
-
