@@ -24,6 +24,8 @@ type CQ struct {
 	acked     uint32
 	destroyed bool
 	users     int // QPs using this CQ
+	// nonEmpty has a token when a completion arrived since the last Wait.
+	nonEmpty chan struct{}
 }
 
 // CreateCQ creates a completion queue with room for at least cqe
@@ -38,7 +40,7 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 	if ch != nil && ch.ctx != c {
 		return nil, verrorf(ErrInvalidArgument, "completion channel belongs to another context")
 	}
-	return &CQ{ctx: c, ch: ch, ring: make([]engine.Completion, cqe)}, nil
+	return &CQ{ctx: c, ch: ch, ring: make([]engine.Completion, cqe), nonEmpty: make(chan struct{}, 1)}, nil
 }
 
 // Cap returns the number of completions the CQ holds.
@@ -55,6 +57,12 @@ func (cq *CQ) Push(c *engine.Completion) bool {
 	}
 	cq.ring[(cq.head+cq.n)%len(cq.ring)] = *c
 	cq.n++
+	if cq.n == 1 {
+		select {
+		case cq.nonEmpty <- struct{}{}:
+		default:
+		}
+	}
 	notify := cq.armed && (!cq.solOnly || c.Solicited || c.Status != engine.StatusSuccess)
 	if notify {
 		cq.armed = false
@@ -102,6 +110,30 @@ func (cq *CQ) Resize(cqe int) error {
 	}
 	cq.ring, cq.head = ring, 0
 	return nil
+}
+
+// Wait blocks until the CQ holds a completion or ctx is done. It is the
+// Go-native alternative to arming a completion channel: no ReqNotify and no
+// events to acknowledge. A busy-polling loop should call it when Poll finds
+// nothing for a while, so that its goroutine yields the processor to the
+// device's receive path.
+func (cq *CQ) Wait(ctx context.Context) error {
+	for {
+		cq.mu.Lock()
+		n, destroyed := cq.n, cq.destroyed
+		cq.mu.Unlock()
+		if destroyed {
+			return verrorf(ErrClosed, "CQ destroyed")
+		}
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-cq.nonEmpty:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Overflowed reports whether a completion was lost because the CQ was full.

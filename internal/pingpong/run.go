@@ -367,7 +367,7 @@ func (s *state) dataPhase(ctx context.Context) error {
 	}
 	start := time.Now()
 	rcnt, scnt := 0, 0
-	events := 0
+	events, spins := 0, 0
 	var wc [2]verbs.WC
 	for rcnt < cfg.Iters || scnt < cfg.Iters {
 		if cfg.Events {
@@ -388,14 +388,20 @@ func (s *state) dataPhase(ctx context.Context) error {
 			return fmt.Errorf("poll CQ failed %d", n)
 		}
 		if n == 0 {
-			if err := ctx.Err(); err != nil {
+			// Busy-poll like the C tool for a while, then block until
+			// a completion arrives: a goroutine that never blocks keeps
+			// Go's network poller, and so the device, from running.
+			if spins++; spins < 64 {
+				runtime.Gosched()
+				continue
+			}
+			spins = 0
+			if err := s.cq.Wait(ctx); err != nil {
 				return err
 			}
-			// Busy-poll like the C tool, but yield: the device's
-			// receive goroutine needs a P to deliver the completion.
-			runtime.Gosched()
 			continue
 		}
+		spins = 0
 		for i := 0; i < n; i++ {
 			w := &wc[i]
 			if w.Status != verbs.WCSuccess {

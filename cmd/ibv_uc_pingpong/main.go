@@ -1,0 +1,14 @@
+// Command ibv_uc_pingpong is rdma-core's ibv_uc_pingpong over rdma-go: the
+// same flags, defaults, output, exit codes and TCP exchange, so it talks to
+// the C tool across a network.
+package main
+
+import (
+	"os"
+
+	"github.com/rdma-go/rdma-go/internal/pingpong"
+)
+
+func main() {
+	os.Exit(pingpong.Main(pingpong.UC, os.Args[1:], os.Stdout, os.Stderr))
+}
