@@ -216,6 +216,7 @@ func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
 		}
 		if qp.st == StateRTS {
 			qp.req.progress(qp, now, tx)
+			qp.settle(now, tx) // a CQ overflow while sending takes the QP to ERR
 		}
 	}
 	qp.noteDeadline()
@@ -265,8 +266,13 @@ func (qp *QP) flushSQ() {
 }
 
 func (qp *QP) flushRQ() {
-	if qp.rsp.cur != nil {
+	if r := qp.rsp.cur; r != nil {
+		// A receive partly filled by a SEND in progress (or kept by UC
+		// after a gap) was taken off its queue but is still this QP's:
+		// it completes first, being the oldest, even if it came from an
+		// SRQ.
 		qp.rsp.cur = nil
+		qp.pushRecv(&Completion{WRID: r.id, Status: StatusWRFlushErr, QPN: qp.qpn})
 	}
 	for !qp.rq.empty() {
 		r := qp.rq.pop()

@@ -61,7 +61,11 @@ func (s *SRQ) Len() int {
 }
 
 // Cap returns the SRQ's depth.
-func (s *SRQ) Cap() int { return len(s.rq.slots) }
+func (s *SRQ) Cap() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rq.slots)
+}
 
 // SetLimit arms the SRQ limit: when fewer than limit receives remain, one
 // SRQ_LIMIT_REACHED event is raised and the limit disarms. 0 disarms it.
