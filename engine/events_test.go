@@ -234,3 +234,38 @@ func TestEventCQOverflowOnModify(t *testing.T) {
 	}
 	checkWCs(t, "A send", p.acq.take(), wc{1, 0})
 }
+
+// TestEventResponderErrors: a responder that NAKs a request for a remote
+// access violation raises QP_ACCESS_ERR; for an invalid request (here, an
+// atomic at a misaligned address), QP_REQ_ERR. The requester gets only its
+// error completion.
+func TestEventResponderErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wr   func(p *pair) SendWR
+		want EventType
+	}{
+		{"bad rkey", func(p *pair) SendWR {
+			return SendWR{ID: 1, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8), RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey ^ 0x55}
+		}, EventQPAccessErr},
+		{"misaligned atomic", func(p *pair) SendWR {
+			return SendWR{ID: 1, Op: WRFetchAdd, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8), RemoteAddr: p.mrb.Addr + 4, RKey: p.mrb.RKey}
+		}, EventQPReqErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ev evLog
+			p := newPairOf(t, QPTypeRC, addrA, addrB, ev.hook(), nil)
+			must(t, p.a.PostSend(p.now, ptr(tc.wr(p))))
+			p.run(time.Second)
+			var got []Event
+			for _, e := range ev.take() {
+				if e.Type != EventCommEst {
+					got = append(got, e)
+				}
+			}
+			checkEvents(t, got, Event{Type: tc.want, QP: p.b})
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -358,7 +358,7 @@ func (qp *QP) settle(now time.Time, tx *txBatch) {
 
 // commEstablished raises COMM_EST for the first packet a QP in RTR receives.
 func (qp *QP) commEstablished() {
-	if qp.st == StateRTR && !qp.commEst {
+	if qp.st == StateRTR && !qp.commEst && qp.cfg.Type != QPTypeUD {
 		qp.commEst = true
 		qp.host.event(Event{Type: EventCommEst, QP: qp})
 	}

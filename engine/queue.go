@@ -156,6 +156,9 @@ func (qp *QP) PostRecv(now time.Time, wr *RecvWR) error {
 	if qp.st == StateReset {
 		return ErrBadState
 	}
+	if qp.cfg.SRQ != nil {
+		return ErrHasSRQ
+	}
 	if qp.rq.full() {
 		return ErrQueueFull
 	}

@@ -28,6 +28,7 @@ var (
 	ErrInline     = errors.New("engine: inline data larger than max_inline_data")
 	ErrLength     = errors.New("engine: message too long")
 	ErrNoAV       = errors.New("engine: UD work request without an address vector")
+	ErrHasSRQ     = errors.New("engine: QP takes its receives from an SRQ; post to the SRQ")
 )
 
 // requester is the send side of an RC QP: segmentation, PSNs, the

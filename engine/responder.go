@@ -190,6 +190,13 @@ func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Sy
 		qp.pushRecv(&Completion{WRID: s.cur.id, Status: st, QPN: qp.qpn})
 		s.cur = nil
 	}
+	// The responder's own error is reported as an async event, as
+	// libibverbs has it: an access violation, or an invalid request.
+	ev := EventQPReqErr
+	if syn == wire.SyndromeRemoteAccess {
+		ev = EventQPAccessErr
+	}
+	qp.host.event(Event{Type: ev, QP: qp})
 	qp.fatal(now, tx)
 }
 

@@ -422,6 +422,9 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if qp.destroyed {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
+	if qp.init.SRQ != nil {
+		return &PostError{Index: 0, Err: verrorf(ErrInvalidArgument, "QP takes its receives from an SRQ: post them with SRQ.PostRecv")}
+	}
 	now := time.Now()
 	for i := range wrs {
 		wr := &wrs[i]
