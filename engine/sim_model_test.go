@@ -8,7 +8,9 @@ package engine
 //
 //   - src: the sender's static gather source (never written after setup);
 //   - dst: the sender's READ and atomic result slots, one per SQ entry;
-//   - recv: the receiver's receive buffers, one slot per RQ entry;
+//   - receive buffers: one slot per entry of the receiver's own RQ or, for
+//     the QPs that use one, of its host's SRQ (then a QP takes receives in
+//     post order, but not consecutive ones);
 //   - warea: the receiver's region that the flow WRITEs and READs;
 //   - aarea: the receiver's atomic counters for the flow.
 //
@@ -45,7 +47,6 @@ type simQP struct {
 	mtu     int
 	maxMsg  int
 	sqDepth int
-	rqDepth int
 	sigAll  bool
 	// timerHint is the earliest deadline reported through OnDeadline
 	// and not yet served by OnTimer.
@@ -59,8 +60,6 @@ type simQP struct {
 	srcMR   *MR
 	dst     []byte
 	dstMR   *MR
-	recv    []byte
-	recvMR  *MR
 	warea   []byte
 	wareaMR *MR
 	aarea   []byte // 8-byte aligned
@@ -76,12 +75,31 @@ type simQP struct {
 	counters [simCounters]uint64 // model of peer.aarea
 
 	// Responder model.
-	recvPosted, recvDone uint64
-	recvs                []simRecv
-	expect               []simExpect // messages from the peer that take a receive
-	starving             bool
-	starveUntil          time.Time
-	nextStarve           time.Time
+	rq         *simRQ      // its own receive queue, or its host's SRQ
+	recvDone   uint64      // receive completions
+	lastRecvID uint64      // WR ID of the last one
+	expect     []simExpect // messages from the peer that take a receive
+}
+
+// simRQ is the model of a receive queue: a QP's own, or a host's SRQ that
+// several QPs share.
+type simRQ struct {
+	name     string
+	shared   bool // an SRQ
+	slot     int  // bytes per receive slot
+	capacity int  // bytes a receive holds: at least any message sent to it
+	buf      []byte
+	mr       *MR
+	post     func(wr *RecvWR) error
+	queued   func() int // receives the engine holds
+	idBase   uint64
+	posted   uint64
+	out      map[uint64]simRecv // posted and not completed, by WR ID
+	free     []int              // free slot offsets
+
+	starving    bool // not reposting, to provoke RNR NAKs
+	starveUntil time.Time
+	nextStarve  time.Time
 }
 
 // simWR is a posted send WR in the model.
@@ -129,12 +147,13 @@ func (s *sim) setup() {
 			rd:       max(1, rd>>s.rng.IntN(2)),           // max_rd_atomic, at most the peer's
 			sqDepth:  []int{8, 16, 32, 64}[s.rng.IntN(4)],
 			rqDepth:  []int{4, 16, 32}[s.rng.IntN(3)],
+			srq:      [2]bool{s.rng.IntN(3) == 0, s.rng.IntN(3) == 0},
 			psnA:     s.randPSN(),
 			psnB:     s.randPSN(),
 			sigAll:   [2]bool{i%4 == 3, s.rng.IntN(6) == 0},
 		}
-		a := s.newQP(ha, par, par.sigAll[0])
-		b := s.newQP(hb, par, par.sigAll[1])
+		a := s.newQP(ha, par, 0)
+		b := s.newQP(hb, par, 1)
 		a.peer, b.peer = b, a
 		simConnect(s.now, a, b, par, par.psnA, par.psnB)
 		simConnect(s.now, b, a, par, par.psnB, par.psnA)
@@ -149,12 +168,45 @@ func (s *sim) setup() {
 		for j := range q.counters {
 			q.counters[j] = binary.NativeEndian.Uint64(q.peer.aarea[8*j:])
 		}
-		for q.recvPosted < uint64(q.rqDepth) {
-			q.postRecv(s)
-		}
-		q.nextStarve = s.now.Add(time.Duration(1+s.rng.IntN(20)) * time.Millisecond)
+	}
+	for _, rq := range s.rqs {
+		rq.refill(s)
+		rq.nextStarve = s.now.Add(time.Duration(1+s.rng.IntN(20)) * time.Millisecond)
 	}
 }
+
+// newRQ returns the model of a receive queue of depth receives of capacity
+// bytes each, in a fresh MR of host h.
+func (s *sim) newRQ(h *simHost, name string, depth, capacity int, idBase uint64) *simRQ {
+	rq := &simRQ{name: name, capacity: capacity, slot: (capacity + 64 + 7) &^ 7, idBase: idBase, out: make(map[uint64]simRecv)}
+	rq.buf = make([]byte, depth*rq.slot)
+	rq.mr = h.h.Mem().Register(simPD, rq.buf, AccessLocalWrite)
+	for i := depth - 1; i >= 0; i-- {
+		rq.free = append(rq.free, i*rq.slot)
+	}
+	s.rqs = append(s.rqs, rq)
+	return rq
+}
+
+// setupSRQs gives every host an SRQ, which some QPs use.
+func (s *sim) setupSRQs() {
+	for _, h := range s.hosts {
+		depth := []int{8, 32}[s.rng.IntN(2)]
+		srq, err := h.h.CreateSRQ(simPD, depth, simMaxSGE)
+		if err != nil {
+			s.fatalf("CreateSRQ: %v", err)
+		}
+		h.srq = srq
+		rq := s.newRQ(h, fmt.Sprintf("srq%d", h.idx), depth, simMaxMsg(4096), 1<<40)
+		rq.shared = true
+		rq.post = srq.PostRecv
+		rq.queued = srq.Len
+		h.rq = rq
+	}
+}
+
+// simMaxMsg is the largest message on a path of PMTU mtu.
+func simMaxMsg(mtu int) int { return max(4*mtu, 4096) + 100 }
 
 type simParams struct {
 	mtu              int
@@ -164,6 +216,7 @@ type simParams struct {
 	sqDepth, rqDepth int
 	psnA, psnB       uint32
 	sigAll           [2]bool
+	srq              [2]bool // use the host's SRQ
 }
 
 // randPSN picks a start PSN, often just before the 24-bit wrap.
@@ -174,13 +227,18 @@ func (s *sim) randPSN() uint32 {
 	return s.rng.Uint32() & 0xFFFFFF
 }
 
-func (s *sim) newQP(h *simHost, par simParams, sigAll bool) *simQP {
-	q := &simQP{idx: len(s.qps), host: h, mtu: par.mtu, maxMsg: max(4*par.mtu, 4096) + 100,
-		sqDepth: par.sqDepth, rqDepth: par.rqDepth, sigAll: sigAll, scq: &sliceCQ{}, rcq: &sliceCQ{}}
+func (s *sim) newQP(h *simHost, par simParams, end int) *simQP {
+	q := &simQP{idx: len(s.qps), host: h, mtu: par.mtu, maxMsg: simMaxMsg(par.mtu),
+		sqDepth: par.sqDepth, sigAll: par.sigAll[end], scq: &sliceCQ{}, rcq: &sliceCQ{}}
+	var srq *SRQ
+	if par.srq[end] {
+		srq, q.rq = h.srq, h.rq
+		s.res.srqQPs++
+	}
 	var err error
 	q.qp, err = h.h.CreateQP(QPConfig{Type: QPTypeRC, PD: simPD, SendCQ: q.scq, RecvCQ: q.rcq,
-		MaxSendWR: q.sqDepth, MaxRecvWR: q.rqDepth, MaxSendSGE: simMaxSGE, MaxRecvSGE: simMaxSGE,
-		MaxInline: simMaxInline, SigAll: sigAll,
+		MaxSendWR: q.sqDepth, MaxRecvWR: par.rqDepth, MaxSendSGE: simMaxSGE, MaxRecvSGE: simMaxSGE,
+		MaxInline: simMaxInline, SigAll: q.sigAll, SRQ: srq,
 		OnDeadline: func(at time.Time) {
 			if q.timerHint.IsZero() || at.Before(q.timerHint) {
 				q.timerHint = at
@@ -197,8 +255,15 @@ func (s *sim) newQP(h *simHost, par simParams, sigAll bool) *simQP {
 	q.srcMR = mem.Register(simPD, q.src, 0)
 	q.dst = make([]byte, q.sqDepth*q.slot)
 	q.dstMR = mem.Register(simPD, q.dst, AccessLocalWrite)
-	q.recv = make([]byte, q.rqDepth*q.slot)
-	q.recvMR = mem.Register(simPD, q.recv, AccessLocalWrite)
+	if q.rq == nil {
+		q.rq = s.newRQ(h, fmt.Sprintf("rq of qp%d", q.idx), par.rqDepth, q.maxMsg, 0)
+		q.rq.post = func(wr *RecvWR) error { return q.qp.PostRecv(s.now, wr) }
+		q.rq.queued = func() int {
+			q.qp.mu.Lock()
+			defer q.qp.mu.Unlock()
+			return q.qp.rq.len()
+		}
+	}
 	q.warea = make([]byte, 2*q.maxMsg+512)
 	simFillRand(s, q.warea)
 	q.wareaMR = mem.Register(simPD, q.warea, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
@@ -207,7 +272,6 @@ func (s *sim) newQP(h *simHost, par simParams, sigAll bool) *simQP {
 	simFillRand(s, q.aarea)
 	q.aareaMR = mem.Register(simPD, q.aarea, AccessLocalWrite|AccessRemoteAtomic)
 	q.wrs = make([]simWR, q.sqDepth)
-	q.recvs = make([]simRecv, q.rqDepth)
 	s.qps = append(s.qps, q)
 	return q
 }
@@ -241,8 +305,8 @@ func (s *sim) workloadPosted() bool {
 }
 
 func (s *sim) anyStarving() bool {
-	for _, q := range s.qps {
-		if q.starving {
+	for _, rq := range s.rqs {
+		if rq.starving {
 			return true
 		}
 	}
@@ -253,14 +317,16 @@ func (s *sim) anyStarving() bool {
 // QP may post a list of send WRs.
 func (s *sim) tick() {
 	s.partitions()
-	for _, q := range s.qps {
+	for _, rq := range s.rqs {
 		switch {
-		case q.starving && !s.now.Before(q.starveUntil):
-			q.endStarve(s)
-		case !q.starving && !s.calm && !s.now.Before(q.nextStarve):
-			q.starving = true
-			q.starveUntil = s.now.Add(time.Duration(200+s.rng.IntN(2800)) * time.Microsecond)
+		case rq.starving && !s.now.Before(rq.starveUntil):
+			rq.endStarve(s)
+		case !rq.starving && !s.calm && !s.now.Before(rq.nextStarve):
+			rq.starving = true
+			rq.starveUntil = s.now.Add(time.Duration(200+s.rng.IntN(2800)) * time.Microsecond)
 		}
+	}
+	for _, q := range s.qps {
 		if q.budget > 0 && s.rng.IntN(3) != 0 {
 			q.post(s)
 		}
@@ -298,24 +364,30 @@ type simCut struct {
 }
 
 // endStarve refills the receive queue and schedules the next starvation.
-func (q *simQP) endStarve(s *sim) {
-	q.starving = false
-	for q.recvPosted-q.recvDone < uint64(q.rqDepth) {
-		q.postRecv(s)
-	}
-	q.nextStarve = s.now.Add(time.Duration(2+s.rng.IntN(30)) * time.Millisecond)
+func (rq *simRQ) endStarve(s *sim) {
+	rq.starving = false
+	rq.refill(s)
+	rq.nextStarve = s.now.Add(time.Duration(2+s.rng.IntN(30)) * time.Millisecond)
 }
 
-// postRecv posts one receive covering a slot of recv with 1..4 SGEs.
-func (q *simQP) postRecv(s *sim) {
-	seq := q.recvPosted
-	off := int(seq%uint64(q.rqDepth)) * q.slot
-	simFill(q.recv[off:off+q.slot], simCanary)
-	sgl := s.scatter(q.recvMR, off, q.maxMsg)
-	q.recvs[seq%uint64(q.rqDepth)] = simRecv{sgl: sgl, slotOff: off}
-	q.recvPosted++
-	if err := q.qp.PostRecv(s.now, &RecvWR{ID: seq, SGL: sgl}); err != nil {
-		s.fatalf("qp%d PostRecv %d: %v", q.idx, seq, err)
+// refill posts receives into every free slot.
+func (rq *simRQ) refill(s *sim) {
+	for len(rq.free) > 0 {
+		rq.postOne(s)
+	}
+}
+
+// postOne posts one receive covering a free slot with 1..4 SGEs.
+func (rq *simRQ) postOne(s *sim) {
+	off := rq.free[len(rq.free)-1]
+	rq.free = rq.free[:len(rq.free)-1]
+	simFill(rq.buf[off:off+rq.slot], simCanary)
+	sgl := s.scatter(rq.mr, off, rq.capacity)
+	id := rq.idBase + rq.posted
+	rq.posted++
+	rq.out[id] = simRecv{sgl: sgl, slotOff: off}
+	if err := rq.post(&RecvWR{ID: id, SGL: sgl}); err != nil {
+		s.fatalf("%s: PostRecv %d: %v", rq.name, id, err)
 	}
 	s.res.recvs++
 }
@@ -630,14 +702,25 @@ func (q *simQP) recvCompletion(s *sim, c *Completion) {
 	if c.Status != StatusSuccess {
 		s.fatalf("qp%d: receive completion %+v: status %d", q.idx, *c, c.Status)
 	}
-	if len(q.expect) == 0 || c.WRID != q.recvDone {
-		s.fatalf("qp%d: receive completion %+v: expected WR %d, %d messages due", q.idx, *c, q.recvDone, len(q.expect))
+	rq := q.rq
+	r, ok := rq.out[c.WRID]
+	// A QP takes receives in the order they were posted: from its own
+	// queue, the next one; from an SRQ, a later one than before (other
+	// QPs take those in between).
+	inOrder := c.WRID == rq.idBase+q.recvDone
+	if rq.shared {
+		inOrder = q.recvDone == 0 || c.WRID > q.lastRecvID
 	}
+	if len(q.expect) == 0 || !ok || !inOrder {
+		s.fatalf("qp%d: receive completion %+v from %s: posted %v, in order %v (%d before, last WR %d), %d messages due",
+			q.idx, *c, rq.name, ok, inOrder, q.recvDone, q.lastRecvID, len(q.expect))
+	}
+	delete(rq.out, c.WRID)
 	e := q.expect[0]
 	q.expect[0] = simExpect{}
 	q.expect = q.expect[1:]
-	r := q.recvs[q.recvDone%uint64(q.rqDepth)]
 	q.recvDone++
+	q.lastRecvID = c.WRID
 	var wantOp WCOp
 	var wantFlags uint32
 	wantImm := e.imm
@@ -655,7 +738,7 @@ func (q *simQP) recvCompletion(s *sim, c *Completion) {
 		c.SrcQP != q.peer.qp.QPN() || c.Solicited != e.solicited || (wantFlags != 0 && c.Imm != wantImm) {
 		s.fatalf("qp%d: receive completion %+v: want op %d flags %d len %d imm 0x%x solicited %v", q.idx, *c, wantOp, wantFlags, e.length, wantImm, e.solicited)
 	}
-	if err := simCheckScatter(q.recv, q.recvMR.Addr, r.slotOff, q.slot, r.sgl, e.data); err != "" {
+	if err := simCheckScatter(rq.buf, rq.mr.Addr, r.slotOff, rq.slot, r.sgl, e.data); err != "" {
 		s.fatalf("qp%d: receive %d (op %d, %d bytes): %s", q.idx, c.WRID, e.op, e.length, err)
 	}
 	if e.inv != nil {
@@ -664,8 +747,9 @@ func (q *simQP) recvCompletion(s *sim, c *Completion) {
 		}
 		q.host.h.Mem().Deregister(e.inv)
 	}
-	if !q.starving {
-		q.postRecv(s)
+	rq.free = append(rq.free, r.slotOff)
+	if !rq.starving {
+		rq.postOne(s)
 	}
 }
 
@@ -735,15 +819,15 @@ func (s *sim) finalCheck() {
 			s.fatalf("qp%d: %d messages never received", q.idx, len(q.expect))
 		}
 		qp.mu.Lock()
-		sqEmpty, rqLen := qp.sq.empty(), qp.rq.len()
+		sqEmpty, ownRQ := qp.sq.empty(), qp.rq.len()
 		r := qp.req
 		cur, kind := qp.rsp.cur, qp.rsp.kind
 		qp.mu.Unlock()
 		if !sqEmpty || r.psn != r.compPSN || r.psn != r.highPSN || r.rdInFlight != 0 || !r.retransAt.IsZero() || !r.rnrAt.IsZero() {
 			s.fatalf("qp%d: requester not idle", q.idx)
 		}
-		if uint64(rqLen) != q.recvPosted-q.recvDone || cur != nil || kind != msgNone {
-			s.fatalf("qp%d: responder: %d receives queued (model %d), message in progress %v/%d", q.idx, rqLen, q.recvPosted-q.recvDone, cur != nil, kind)
+		if cur != nil || kind != msgNone || (q.rq.shared && ownRQ != 0) {
+			s.fatalf("qp%d: responder: message in progress %v/%d, %d receives on its own queue", q.idx, cur != nil, kind, ownRQ)
 		}
 		if !bytes.Equal(q.peer.warea, q.shadow) {
 			s.fatalf("qp%d: peer's write area differs from the model: %s", q.idx, simFirstDiff(q.peer.warea, q.shadow))
@@ -758,6 +842,11 @@ func (s *sim) finalCheck() {
 	// never sees a response it did not ask for, never answers a request
 	// with a fatal NAK, and never meets a packet its QP state or peer
 	// check refuses (a corrupted one fails its ICRC first).
+	for _, rq := range s.rqs {
+		if n := rq.queued(); n != len(rq.out) {
+			s.fatalf("%s: %d receives queued, model %d", rq.name, n, len(rq.out))
+		}
+	}
 	for _, h := range s.hosts {
 		st := h.h.Stats()
 		for _, c := range []struct {

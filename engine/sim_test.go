@@ -144,6 +144,7 @@ type simResult struct {
 	opCount        [numWROps]int
 	signaled       int
 	partitions     int
+	srqQPs         int
 	recvs          int
 	net            memlink.Stats
 	icrc, dups     uint64
@@ -153,9 +154,9 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("%d send WRs (%d signaled; ops %v), %d receives, %d partitions, %d events, %d steps, virtual %v, trace %016x; "+
+	return fmt.Sprintf("%d send WRs (%d signaled; ops %v), %d receives (%d QPs on SRQs), %d partitions, %d events, %d steps, virtual %v, trace %016x; "+
 		"net sent %d dropped %d dup %d reordered %d corrupted %d; hosts: ICRC drops %d, duplicates %d, retransmits %d, RNR NAKs %d, seq NAKs %d",
-		r.sendWRs, r.signaled, r.opCount, r.recvs, r.partitions, r.events, r.iters, r.end, r.trace,
+		r.sendWRs, r.signaled, r.opCount, r.recvs, r.srqQPs, r.partitions, r.events, r.iters, r.end, r.trace,
 		r.net.Sent, r.net.Dropped, r.net.Duplicated, r.net.Reordered, r.net.Corrupted,
 		r.icrc, r.dups, r.retrans, r.rnr, r.seqNAK)
 }
@@ -170,6 +171,7 @@ type sim struct {
 	net   *memlink.Network
 	hosts []*simHost
 	qps   []*simQP
+	rqs   []*simRQ // receive queues, SRQs first
 
 	calm     bool      // faults are off: the drain phase
 	cuts     []simCut  // partitions in force
@@ -189,6 +191,8 @@ type simHost struct {
 	addr netip.Addr
 	h    *Host
 	s    *sim
+	srq  *SRQ
+	rq   *simRQ // srq's model
 }
 
 // Send implements Sender: datagrams go onto the network at the current
@@ -215,11 +219,14 @@ func (s *sim) dump() string {
 		qp := q.qp
 		qp.mu.Lock()
 		r, rs := &qp.req, &qp.rsp
-		fmt.Fprintf(&b, "qp%d (host %d qpn 0x%x -> host %d, mtu %d): st=%d sq=%d next=%d started=%d head=%d psn=%d comp=%d high=%d rd=%d retransAt=%v rnrAt=%v retry=%d rnr=%d | rsp ePSN=%d kind=%d rq=%d | model posted=%d done=%d budget=%d recvPosted=%d recvDone=%d expect=%d starving=%v\n",
+		fmt.Fprintf(&b, "qp%d (host %d qpn 0x%x -> host %d, mtu %d): st=%d sq=%d next=%d started=%d head=%d psn=%d comp=%d high=%d rd=%d retransAt=%v rnrAt=%v retry=%d rnr=%d | rsp ePSN=%d kind=%d rq=%d | model posted=%d done=%d budget=%d %s: recvDone=%d expect=%d\n",
 			q.idx, q.host.idx, qp.qpn, q.peer.host.idx, q.mtu, qp.st, qp.sq.len(), r.next, r.started, qp.sq.head, r.psn, r.compPSN, r.highPSN, r.rdInFlight,
 			simRel(s.start, r.retransAt), simRel(s.start, r.rnrAt), r.retryLeft, r.rnrLeft,
-			rs.ePSN, rs.kind, qp.rq.len(), q.posted, q.done, q.budget, q.recvPosted, q.recvDone, len(q.expect), q.starving)
+			rs.ePSN, rs.kind, qp.rq.len(), q.posted, q.done, q.budget, q.rq.name, q.recvDone, len(q.expect))
 		qp.mu.Unlock()
+	}
+	for _, rq := range s.rqs {
+		fmt.Fprintf(&b, "%s: posted=%d outstanding=%d starving=%v\n", rq.name, rq.posted, len(rq.out), rq.starving)
 	}
 	for _, h := range s.hosts {
 		fmt.Fprintf(&b, "host %d (%v):", h.idx, h.addr)
@@ -261,6 +268,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 		s.hosts = append(s.hosts, h)
 	}
 	s.batches = make([][]link.Datagram, len(s.hosts))
+	s.setupSRQs()
 	s.setup()
 	s.loop()
 	s.finalCheck()
@@ -314,8 +322,8 @@ func (s *sim) loop() {
 			s.calm = true
 			s.net.SetFaults(simCalm)
 			s.partitions()
-			for _, q := range s.qps {
-				q.endStarve(s)
+			for _, rq := range s.rqs {
+				rq.endStarve(s)
 			}
 		}
 		working := !s.calm || s.anyStarving()
