@@ -99,14 +99,10 @@ var ErrTooManyQPs = errors.New("engine: no free QP number")
 
 // CreateQP creates a QP in RESET.
 func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
-	if cfg.MaxSendWR <= 0 || cfg.MaxRecvWR < 0 {
-		return nil, fmt.Errorf("engine: bad queue sizes send=%d recv=%d", cfg.MaxSendWR, cfg.MaxRecvWR)
+	qp, err := h.newQP(cfg)
+	if err != nil {
+		return nil, err
 	}
-	qp := &QP{host: h, cfg: cfg, mtu: 1024}
-	qp.sq = newSendQueue(cfg.MaxSendWR, cfg.MaxSendSGE, cfg.MaxInline)
-	qp.rq = newRecvQueue(max(cfg.MaxRecvWR, 1), cfg.MaxRecvSGE)
-	qp.rsp.resizeResources(1)
-	qp.attr.PathMTU = 1024
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := 0; i < 1<<24; i++ {
@@ -122,6 +118,19 @@ func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
 		}
 	}
 	return nil, ErrTooManyQPs
+}
+
+// newQP returns a QP in RESET with no number, not yet in the QP table.
+func (h *Host) newQP(cfg QPConfig) (*QP, error) {
+	if cfg.MaxSendWR <= 0 || cfg.MaxRecvWR < 0 {
+		return nil, fmt.Errorf("engine: bad queue sizes send=%d recv=%d", cfg.MaxSendWR, cfg.MaxRecvWR)
+	}
+	qp := &QP{host: h, cfg: cfg, mtu: 1024}
+	qp.sq = newSendQueue(cfg.MaxSendWR, cfg.MaxSendSGE, cfg.MaxInline)
+	qp.rq = newRecvQueue(max(cfg.MaxRecvWR, 1), cfg.MaxRecvSGE)
+	qp.rsp.resizeResources(1)
+	qp.attr.PathMTU = 1024
+	return qp, nil
 }
 
 // DestroyQP removes qp; packets for its QPN are dropped from now on.
