@@ -127,6 +127,9 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		return DeviceAttr{}, err
 	}
 	return DeviceAttr{
+		// rdma-core's rxe provider always formats the kernel's (zero)
+		// fw_ver as "%d.%d.%d", so ibv_devinfo on rxe shows 0.0.0.
+		FWVer:    "0.0.0",
 		NodeGUID: c.dev.guid, SysImageGUID: c.dev.guid,
 		MaxMRSize: ^uint64(0), PageSizeCap: 0xFFFFF000, VendorID: vendorID,
 		MaxQP: maxQP, MaxQPWR: maxQPWR, DeviceCapFlags: deviceCaps,

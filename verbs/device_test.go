@@ -232,7 +232,7 @@ func TestQueryDevice(t *testing.T) {
 	if attr.VendorID != 0xffffff || attr.PhysPortCnt != 1 || attr.NodeGUID != d.GUID() || attr.SysImageGUID != d.GUID() ||
 		attr.MaxMRSize != ^uint64(0) || attr.PageSizeCap != 0xfffff000 || attr.MaxSGE != 32 || attr.MaxSGERD != 32 ||
 		attr.AtomicCap != AtomicHCA || attr.MaxPKeys != 1 || attr.MaxQPRDAtom < 1 || attr.MaxQPInitRDAtom < 1 ||
-		attr.MaxQPWR < 1024 || attr.MaxCQE < 1024 || attr.MaxInlineData < 64 || attr.FWVer != "" {
+		attr.MaxQPWR < 1024 || attr.MaxCQE < 1024 || attr.MaxInlineData < 64 || attr.FWVer != "0.0.0" {
 		t.Errorf("QueryDevice = %+v", attr)
 	}
 	if attr.DeviceCapFlags&DeviceCapRCRNRNAKGen == 0 || attr.DeviceCapFlags&DeviceCapSysImageGUID == 0 {
