@@ -75,13 +75,18 @@ func (r *requester) acknowledge(qp *QP, upto wire.PSN) (progressed, lost bool) {
 }
 
 // responseLost handles an acknowledgement past a READ or atomic whose
-// response never came: go back to it, using up one retry.
+// response never came: go back to it, using up one retry, unless a retry
+// is already under way (see requester.retrying).
 func (qp *QP) responseLost(now time.Time, tx *txBatch) {
 	r := &qp.req
+	if r.retrying {
+		return
+	}
 	if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
 		return
 	}
 	r.retry(qp)
+	r.retrying = true
 }
 
 // placeResponse stores a READ response or atomic ACK at the head WQE. Only the
@@ -162,10 +167,17 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 	case wire.KindNAK:
 		if s.Value() == wire.NAKPSNSequence {
 			qp.host.count(&qp.host.stats.SeqNAKsReceived)
+			if r.retrying {
+				// An echo of the loss being repaired (a
+				// duplicate, or a NAK sent before our
+				// retransmission arrived): no progress since.
+				return
+			}
 			if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
 				return
 			}
 			r.retry(qp)
+			r.retrying = true
 			return
 		}
 		w := qp.sq.oldest()

@@ -45,6 +45,15 @@ type requester struct {
 
 	retryLeft uint8
 	rnrLeft   uint8
+	// retrying is set while a go-back-N retry (after a timeout, a PSN
+	// sequence NAK or a lost READ/atomic response) has not yet made
+	// progress. Until it has, further sequence NAKs and lost-response
+	// signals are echoes of the same loss: they neither go back again
+	// nor use up retry_cnt (rxe's comp.started_retry). Without this, a
+	// burst of reordered packets made a stream of NAKs that each used up
+	// a retry, and a QP with a finite retry_cnt failed with RETRY_EXC_ERR
+	// within microseconds, with no timeout ever expiring.
+	retrying  bool
 	retransAt time.Time
 	rnrAt     time.Time
 }
@@ -472,6 +481,7 @@ func (r *requester) onTimer(qp *QP, now time.Time, tx *txBatch) {
 		}
 		qp.host.count(&qp.host.stats.Retransmits)
 		r.retry(qp)
+		r.retrying = true
 		r.progress(qp, now, tx)
 		if r.retransAt.IsZero() && r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
 			r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
@@ -501,6 +511,7 @@ func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8
 func (r *requester) madeProgress(qp *QP, now time.Time) {
 	r.retryLeft = qp.attr.RetryCnt
 	r.rnrLeft = qp.attr.RNRRetry
+	r.retrying = false
 	if r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
 		r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
 	} else {

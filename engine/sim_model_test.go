@@ -141,13 +141,14 @@ func (s *sim) setup() {
 		rd := []uint8{1, 2, 4, 16}[s.rng.IntN(4)]
 		par := simParams{
 			mtu:      mtu,
-			timeout:  uint8(5 + s.rng.IntN(8)),            // 131 µs (spurious retries) .. 16.8 ms
-			rnrTimer: []uint8{1, 4, 8, 12}[s.rng.IntN(4)], // 10 µs .. 640 µs
-			rdDest:   rd,                                  // max_dest_rd_atomic
-			rd:       max(1, rd>>s.rng.IntN(2)),           // max_rd_atomic, at most the peer's
+			timeout:  s.cfg.minTimeout + uint8(s.rng.IntN(13-int(s.cfg.minTimeout))), // up to 16.8 ms
+			rnrTimer: []uint8{1, 4, 8, 12}[s.rng.IntN(4)],                            // 10 µs .. 640 µs
+			rdDest:   rd,                                                             // max_dest_rd_atomic
+			rd:       max(1, rd>>s.rng.IntN(2)),                                      // max_rd_atomic, at most the peer's
 			sqDepth:  []int{8, 16, 32, 64}[s.rng.IntN(4)],
 			rqDepth:  []int{4, 16, 32}[s.rng.IntN(3)],
 			srq:      [2]bool{s.rng.IntN(3) == 0, s.rng.IntN(3) == 0},
+			retryCnt: s.cfg.retryCnt,
 			psnA:     s.randPSN(),
 			psnB:     s.randPSN(),
 			sigAll:   [2]bool{i%4 == 3, s.rng.IntN(6) == 0},
@@ -217,6 +218,7 @@ type simParams struct {
 	psnA, psnB       uint32
 	sigAll           [2]bool
 	srq              [2]bool // use the host's SRQ
+	retryCnt         uint8
 }
 
 // randPSN picks a start PSN, often just before the 24-bit wrap.
@@ -291,7 +293,7 @@ func simConnect(now time.Time, q, peer *simQP, par simParams, sqPSN, rqPSN uint3
 	q.qp.Modify(now, &Attr{State: StateRTR, Remote: peer.host.addr, PathMTU: par.mtu, DestQPN: peer.qp.QPN(), RQPSN: rqPSN,
 		MaxDestRDAtomic: par.rdDest, MinRNRTimer: par.rnrTimer},
 		AttrState|AttrAV|AttrPathMTU|AttrDestQPN|AttrRQPSN|AttrMaxDestRDAtomic|AttrMinRNRTimer)
-	q.qp.Modify(now, &Attr{State: StateRTS, SQPSN: sqPSN, Timeout: par.timeout, RetryCnt: 7, RNRRetry: 7, MaxRDAtomic: par.rd},
+	q.qp.Modify(now, &Attr{State: StateRTS, SQPSN: sqPSN, Timeout: par.timeout, RetryCnt: par.retryCnt, RNRRetry: 7, MaxRDAtomic: par.rd},
 		AttrState|AttrSQPSN|AttrTimeout|AttrRetryCnt|AttrRNRRetry|AttrMaxQPRDAtomic)
 }
 
@@ -346,7 +348,7 @@ func (s *sim) partitions() {
 		}
 		i++
 	}
-	if s.calm || s.now.Before(s.nextCut) {
+	if s.calm || !s.cfg.partitions || s.now.Before(s.nextCut) {
 		return
 	}
 	a := s.rng.IntN(len(s.hosts))
@@ -473,21 +475,23 @@ func (q *simQP) msgLen(s *sim) int {
 }
 
 // simOpWeights is the opcode mix.
-var simOpWeights = []struct {
-	op WROp
-	w  int
-}{
+var simOpWeights = []simOpWeight{
 	{WRSend, 17}, {WRSendImm, 13}, {WRSendWithInv, 5}, {WRWrite, 20}, {WRWriteImm, 10},
 	{WRRead, 17}, {WRCompareSwap, 9}, {WRFetchAdd, 9},
 }
 
+type simOpWeight struct {
+	op WROp
+	w  int
+}
+
 func (s *sim) pickOp() WROp {
 	total := 0
-	for _, o := range simOpWeights {
+	for _, o := range s.cfg.ops {
 		total += o.w
 	}
 	x := s.rng.IntN(total)
-	for _, o := range simOpWeights {
+	for _, o := range s.cfg.ops {
 		if x < o.w {
 			return o.op
 		}
