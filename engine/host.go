@@ -168,7 +168,8 @@ func (h *Host) sourcePort(want uint16) uint16 {
 	return h.cfg.Link.SourcePort(want)
 }
 
-// Receive processes a batch of received datagrams: it drops (and counts)
+// Receive processes a batch of received datagrams, splitting those the link
+// coalesced (Datagram.SegSize): it drops (and counts)
 // malformed, misaddressed and corrupted packets, hands the rest to their QPs,
 // and sends the answers. Only one goroutine may call Receive at a time.
 func (h *Host) Receive(now time.Time, batch []link.Datagram) {
@@ -177,7 +178,19 @@ func (h *Host) Receive(now time.Time, batch []link.Datagram) {
 	}
 	tx := h.rxTx
 	for i := range batch {
-		h.receiveOne(now, &batch[i], tx)
+		d := &batch[i]
+		if d.SegSize <= 0 || d.SegSize >= len(d.Buf) {
+			h.receiveOne(now, d, tx)
+			continue
+		}
+		// Several datagrams coalesced by the link (UDP GRO).
+		seg := link.Datagram{Src: d.Src, Dst: d.Dst}
+		for b := d.Buf; len(b) > 0; {
+			n := min(d.SegSize, len(b))
+			seg.Buf = b[:n:n]
+			h.receiveOne(now, &seg, tx)
+			b = b[n:]
+		}
 	}
 	for _, qp := range h.pending {
 		qp.mu.Lock()
@@ -191,6 +204,7 @@ func (h *Host) Receive(now time.Time, batch []link.Datagram) {
 
 func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 	h.count(&h.stats.Received)
+	h.stats.ReceivedBytes.Add(uint64(len(d.Buf)))
 	p := &h.rxPkt
 	if err := p.Parse(d.Buf); err != nil {
 		h.count(&h.stats.DropMalformed)
@@ -261,6 +275,11 @@ type Stats struct {
 	Received   atomic.Uint64 // datagrams received
 	Sent       atomic.Uint64 // datagrams handed to the link
 	SendErrors atomic.Uint64 // datagrams the link refused
+
+	// ReceivedBytes and SentBytes count the UDP payloads (BTH through
+	// ICRC) of Received and Sent.
+	ReceivedBytes atomic.Uint64
+	SentBytes     atomic.Uint64
 
 	DropMalformed      atomic.Uint64 // not a well-formed RoCEv2 packet
 	DropNotForUs       atomic.Uint64 // destination IP is not the device's
@@ -355,6 +374,11 @@ func (h *Host) flush(t *txBatch) {
 			h.log.Debug("engine: send failed", "err", err, "datagrams", len(t.dg))
 		} else {
 			h.stats.Sent.Add(uint64(len(t.dg)))
+			n := 0
+			for i := range t.dg {
+				n += len(t.dg[i].Buf)
+			}
+			h.stats.SentBytes.Add(uint64(n))
 		}
 	}
 	clear(t.dg)

@@ -309,7 +309,7 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		run *softdev.Device
 		err error
 	)
-	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent}
+	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid}
 	if d.auto {
 		// Every 127/8 address is local: take the first one whose RoCE
 		// port is free, so several processes share the loopback device.

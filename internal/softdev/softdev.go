@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/internal/gsi"
 	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -30,11 +32,16 @@ type Options struct {
 	// OnEvent receives the engine's asynchronous events; it must only
 	// queue them (it runs with engine locks held).
 	OnEvent func(engine.Event)
+	// GUID is the device's node GUID, which the connection manager sends
+	// as its CA GUID.
+	GUID uint64
 }
 
 // Device is a running soft device bound to one IP address.
 type Device struct {
 	host *engine.Host
+	gsi  *gsi.Port
+	guid uint64
 	link link.Link
 	log  *slog.Logger
 	done chan struct{}
@@ -45,7 +52,7 @@ type Device struct {
 // Open binds addr and starts the device's receive loop.
 func Open(addr netip.Addr, opts Options) (*Device, error) {
 	addr = addr.Unmap()
-	l, err := link.ListenUDP(addr, link.UDPOptions{Port: opts.Port})
+	l, err := link.ListenUDP(addr, link.UDPOptions{Port: opts.Port, GRO: true})
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +65,7 @@ func Start(l link.Link, opts Options) *Device {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	d := &Device{link: l, log: lg, done: make(chan struct{})}
+	d := &Device{link: l, log: lg, done: make(chan struct{}), guid: opts.GUID}
 	var send engine.Sender = l
 	if raceEnabled {
 		send = raceLink{l}
@@ -67,9 +74,64 @@ func Start(l link.Link, opts Options) *Device {
 		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent,
 	})
+	d.startGSI()
 	d.wg.Add(1)
 	go d.receiveLoop()
 	return d
+}
+
+// startGSI creates QP1 with its MAD agent and PerfMgt responder. A device
+// without them still moves data, so a failure is logged, not fatal.
+func (d *Device) startGSI() {
+	p, err := gsi.Open(d.host, gsi.Config{Logger: d.log})
+	if err != nil {
+		d.log.Error("softdev: no GSI QP; management datagrams will be dropped", "addr", d.Addr(), "err", err)
+		return
+	}
+	h := d.host
+	if _, err := mad.ServePerfMgt(p.Agent(), mad.PerfMgtConfig{Counters: func() mad.PortCounterValues { return gsi.Counters(h) }}); err != nil {
+		d.log.Error("softdev: no PerfMgt responder", "addr", d.Addr(), "err", err)
+	}
+	d.gsi = p
+	register(d)
+}
+
+// GSI returns the device's QP1 and MAD agent, or nil if it could not be
+// created.
+func (d *Device) GSI() *gsi.Port { return d.gsi }
+
+// GUID returns the node GUID the device was started with.
+func (d *Device) GUID() uint64 { return d.guid }
+
+// running maps the address of each running device to it, so that the
+// management layers can find the device a verbs context is open on.
+var running struct {
+	mu   sync.Mutex
+	devs map[netip.Addr]*Device
+}
+
+func register(d *Device) {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	if running.devs == nil {
+		running.devs = make(map[netip.Addr]*Device)
+	}
+	running.devs[d.Addr().Unmap()] = d
+}
+
+func unregister(d *Device) {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	if running.devs[d.Addr().Unmap()] == d {
+		delete(running.devs, d.Addr().Unmap())
+	}
+}
+
+// Lookup returns the running device bound to addr, or nil.
+func Lookup(addr netip.Addr) *Device {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	return running.devs[addr.Unmap()]
 }
 
 // Host returns the device's transport engine.
@@ -85,9 +147,11 @@ func (d *Device) receiveLoop() {
 	defer d.wg.Done()
 	n := d.link.MaxBatch()
 	batch := make([]link.Datagram, n)
+	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
+	// writes to are never touched.
 	bufs := make([][]byte, n)
 	for i := range bufs {
-		bufs[i] = make([]byte, 9216)
+		bufs[i] = make([]byte, link.MaxDatagram)
 	}
 	for {
 		for i := range batch {
@@ -98,7 +162,11 @@ func (d *Device) receiveLoop() {
 			if raceEnabled {
 				netSlot(d.Addr()).Load()
 			}
-			d.host.Receive(time.Now(), batch[:got])
+			now := time.Now()
+			d.host.Receive(now, batch[:got])
+			if d.gsi != nil {
+				d.gsi.Poll(now)
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, link.ErrClosed) {
@@ -114,8 +182,12 @@ func (d *Device) Close() error {
 	var err error
 	d.once.Do(func() {
 		close(d.done)
+		unregister(d)
 		err = d.link.Close()
 		d.wg.Wait()
+		if d.gsi != nil {
+			d.gsi.Close()
+		}
 	})
 	return err
 }

@@ -1,0 +1,245 @@
+// Package gsi runs the General Services Interface of a soft device: QP1 on
+// its transport engine, a ring of receive buffers, and the MAD agent that
+// QP1's receives are delivered to and its sends come from. Every soft
+// device has one, as every Linux RoCE port has its GSI QP (spec/cm-mad.md
+// §1): it answers PerfMgt queries and unhandled requests, and carries the
+// connection manager's messages.
+package gsi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/mad"
+)
+
+// gsiPD is the protection domain handle of QP1's buffers. verbs numbers its
+// PDs from 1, so 0 is never a user's.
+const gsiPD = 0
+
+// slot is one receive buffer: the 40-byte GRH area and a MAD.
+const slot = engine.GRHLen + mad.Size
+
+// Config configures a Port.
+type Config struct {
+	// Clock is the agent's clock (default: the system clock).
+	Clock mad.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Receives is the number of receive buffers (default 256).
+	Receives int
+	// Sends is the send queue depth (default 256).
+	Sends int
+}
+
+// Port is QP1 of one soft device and its MAD agent.
+type Port struct {
+	host  *engine.Host
+	qp    *engine.QP
+	agent *mad.Agent
+	log   *slog.Logger
+
+	rbuf []byte
+	rmr  *engine.MR
+	rcq  ringCQ
+
+	sendMu sync.Mutex
+	sbuf   []byte
+	smr    *engine.MR
+
+	pollMu sync.Mutex
+	done   []engine.Completion
+	closed bool
+}
+
+// Open creates QP1 on h, posts its receive buffers, takes it to RTS and
+// starts a MAD agent on it.
+func Open(h *engine.Host, cfg Config) (*Port, error) {
+	if cfg.Receives <= 0 {
+		cfg.Receives = 256
+	}
+	if cfg.Sends <= 0 {
+		cfg.Sends = 256
+	}
+	p := &Port{host: h, log: cfg.Logger}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	qp, err := h.CreateGSI(engine.QPConfig{Type: engine.QPTypeUD, PD: gsiPD, MaxSendWR: cfg.Sends,
+		MaxRecvWR: cfg.Receives, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: mad.Size, RecvCQ: &p.rcq, Owner: p})
+	if err != nil {
+		return nil, fmt.Errorf("gsi: %w", err)
+	}
+	p.qp = qp
+	p.rbuf = make([]byte, cfg.Receives*slot)
+	p.rmr = h.Mem().Register(gsiPD, p.rbuf, engine.AccessLocalWrite)
+	p.sbuf = make([]byte, mad.Size)
+	p.smr = h.Mem().Register(gsiPD, p.sbuf, 0)
+	now := time.Now()
+	for _, st := range []engine.QPState{engine.StateInit, engine.StateRTR, engine.StateRTS} {
+		qp.Modify(now, &engine.Attr{State: st}, engine.AttrState)
+	}
+	for i := range cfg.Receives {
+		if err := p.post(now, i); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	p.agent = mad.NewAgent(mad.Config{Transport: p, Clock: cfg.Clock, Logger: cfg.Logger})
+	return p, nil
+}
+
+// Agent returns the port's MAD agent.
+func (p *Port) Agent() *mad.Agent { return p.agent }
+
+// Host returns the engine the port runs on.
+func (p *Port) Host() *engine.Host { return p.host }
+
+func (p *Port) post(now time.Time, i int) error {
+	sge := engine.SGE{Addr: p.rmr.Addr + uint64(i*slot), Length: slot, LKey: p.rmr.LKey}
+	if err := p.qp.PostRecv(now, &engine.RecvWR{ID: uint64(i), SGL: []engine.SGE{sge}}); err != nil {
+		return fmt.Errorf("gsi: post receive: %w", err)
+	}
+	return nil
+}
+
+// ErrClosed is returned by SendMAD after Close.
+var ErrClosed = errors.New("gsi: port closed")
+
+// SendMAD implements mad.Transport: one UD SEND-only packet from QP1 with
+// the GSI Q_Key (or a.QKey) to a.QPN at a.Remote.
+func (p *Port) SendMAD(a mad.Address, m mad.MAD) error {
+	if len(m) < mad.Size {
+		return fmt.Errorf("gsi: MAD of %d bytes", len(m))
+	}
+	qkey := a.QKey
+	if qkey == 0 {
+		qkey = mad.GSIQKey
+	}
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	copy(p.sbuf, m[:mad.Size])
+	wr := engine.SendWR{Op: engine.WRSend, Flags: engine.SendInline,
+		SGL:       []engine.SGE{{Addr: p.smr.Addr, Length: mad.Size, LKey: p.smr.LKey}},
+		AV:        &engine.AV{Remote: a.Remote, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass},
+		RemoteQPN: a.QPN, RemoteQKey: qkey}
+	if err := p.qp.PostSend(time.Now(), &wr); err != nil {
+		return fmt.Errorf("gsi: send to %s QP %d: %w", a.Remote, a.QPN, err)
+	}
+	return nil
+}
+
+// Poll delivers the MADs QP1 has received to the agent and reposts their
+// buffers. The device calls it after each batch it hands the engine, with
+// the same time.
+func (p *Port) Poll(now time.Time) {
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	if p.closed {
+		return
+	}
+	p.done = p.rcq.drain(p.done[:0])
+	for i := range p.done {
+		c := &p.done[i]
+		idx := int(c.WRID)
+		if c.Status != engine.StatusSuccess {
+			if c.Status != engine.StatusWRFlushErr {
+				_ = p.post(now, idx)
+			}
+			continue
+		}
+		b := p.rbuf[idx*slot : (idx+1)*slot]
+		n := int(c.ByteLen) - engine.GRHLen
+		if n >= mad.Size {
+			from := parseGRH(b[:engine.GRHLen])
+			from.QPN, from.QKey = c.SrcQP, mad.GSIQKey
+			p.agent.Deliver(now, b[engine.GRHLen:engine.GRHLen+mad.Size], from)
+		}
+		if err := p.post(now, idx); err != nil {
+			p.log.Error("gsi: cannot repost a QP1 receive", "err", err)
+		}
+	}
+}
+
+// parseGRH reads the addresses, traffic class and flow label out of a GRH
+// area (spec/cm-mad.md §1.3).
+func parseGRH(g []byte) mad.Address {
+	var a mad.Address
+	if g[0]>>4 == 6 {
+		w := binary.BigEndian.Uint32(g[0:4])
+		a.TrafficClass, a.FlowLabel = uint8(w>>20), w&0xFFFFF
+		a.HopLimit = g[7]
+		a.Remote = netip.AddrFrom16([16]byte(g[8:24]))
+		a.Local = netip.AddrFrom16([16]byte(g[24:40]))
+		return a
+	}
+	ip := g[20:40]
+	a.TrafficClass, a.HopLimit = ip[1], ip[8]
+	a.Remote = netip.AddrFrom4([4]byte(ip[12:16]))
+	a.Local = netip.AddrFrom4([4]byte(ip[16:20]))
+	return a
+}
+
+// Close stops the agent and destroys QP1.
+func (p *Port) Close() {
+	p.pollMu.Lock()
+	p.sendMu.Lock()
+	if p.closed {
+		p.sendMu.Unlock()
+		p.pollMu.Unlock()
+		return
+	}
+	p.closed = true
+	p.sendMu.Unlock()
+	p.pollMu.Unlock()
+	if p.agent != nil {
+		p.agent.Close()
+	}
+	p.host.DestroyQP(p.qp)
+	p.host.Mem().Deregister(p.rmr)
+	p.host.Mem().Deregister(p.smr)
+}
+
+// ringCQ collects QP1's receive completions; Push runs with the QP locked,
+// so it only appends.
+type ringCQ struct {
+	mu sync.Mutex
+	q  []engine.Completion
+}
+
+func (c *ringCQ) Push(x *engine.Completion) bool {
+	c.mu.Lock()
+	c.q = append(c.q, *x)
+	c.mu.Unlock()
+	return true
+}
+
+func (c *ringCQ) drain(dst []engine.Completion) []engine.Completion {
+	c.mu.Lock()
+	dst = append(dst, c.q...)
+	c.q = c.q[:0]
+	c.mu.Unlock()
+	return dst
+}
+
+// Counters returns the device's counters in PerfMgt terms.
+func Counters(h *engine.Host) mad.PortCounterValues {
+	s := h.Stats()
+	return mad.PortCounterValues{
+		XmitData: s.SentBytes.Load(), RcvData: s.ReceivedBytes.Load(),
+		XmitPkts: s.Sent.Load(), RcvPkts: s.Received.Load(),
+		UnicastXmitPkts: s.Sent.Load(), UnicastRcvPkts: s.Received.Load(),
+		RcvErrors:           s.DropMalformed.Load() + s.DropICRC.Load(),
+		XmitDiscards:        s.SendErrors.Load(),
+		RcvConstraintErrors: s.DropPKey.Load() + s.DropQKey.Load(),
+	}
+}

@@ -1,0 +1,71 @@
+package gsi_test
+
+import (
+	"context"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rdma-go/rdma-go/internal/gsi"
+	"github.com/rdma-go/rdma-go/internal/gsi/gsisim"
+	"github.com/rdma-go/rdma-go/link/memlink"
+	"github.com/rdma-go/rdma-go/mad"
+)
+
+var (
+	a4, b4 = netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+	a6, b6 = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+)
+
+// TestPerfMgtOverQP1: a PerfMgt Get travels from one device's QP1 to the
+// other's, is answered by its responder and matched to the request; an
+// unhandled class gets status 0x000C; over IPv4 and IPv6.
+func TestPerfMgtOverQP1(t *testing.T) {
+	for _, fam := range [][2]netip.Addr{{a4, b4}, {a6, b6}} {
+		s := gsisim.New(1, memlink.Faults{Delay: time.Millisecond})
+		na, nb := s.Add(fam[0]), s.Add(fam[1])
+		if _, err := mad.ServePerfMgt(nb.Port.Agent(), mad.PerfMgtConfig{Counters: func() mad.PortCounterValues { return gsi.Counters(nb.Host) }}); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := na.Port.Agent().Register(mad.ClassPerfMgt, 1, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ask := func(class uint8, attr uint16) *mad.Received {
+			t.Helper()
+			m := mad.New(class, 1, mad.MethodGet, attr, 0)
+			m.PerfAttr()[1] = 1
+			var done atomic.Bool
+			var got *mad.Received
+			var gerr error
+			go func() {
+				got, gerr = reg.Request(context.Background(), mad.Address{Remote: nb.Addr, QPN: 1}, m, mad.RequestOptions{Timeout: time.Second})
+				done.Store(true)
+			}()
+			for i := 0; i < 100000 && !done.Load(); i++ {
+				if !s.Step(s.Clock.Now().Add(10 * time.Second)) {
+					time.Sleep(10 * time.Microsecond)
+				}
+			}
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			return got
+		}
+		r := ask(mad.ClassPerfMgt, mad.AttrPortCounters)
+		if r.MAD.Status() != 0 || r.From.Remote != nb.Addr || r.From.Local != na.Addr || r.From.QPN != 1 {
+			t.Fatalf("response %v from %+v", r.MAD, r.From)
+		}
+		if pc := mad.PortCounters(r.MAD.PerfAttr()); pc.PortRcvPkts() != 1 || pc.PortRcvData() != 280/4 {
+			t.Fatalf("counters: rcv pkts %d data %d", pc.PortRcvPkts(), pc.PortRcvData())
+		}
+		reg.Unregister()
+		reg, _ = na.Port.Agent().Register(mad.ClassDevMgt, 1, nil, nil)
+		if r := ask(mad.ClassDevMgt, 0x10); r.MAD.Status() != mad.StatusMethodAttrUnsupported {
+			t.Fatalf("DevMgt Get: status %#x", r.MAD.Status())
+		}
+		na.Port.Close()
+		nb.Port.Close()
+	}
+}
