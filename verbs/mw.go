@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/rdma-go/rdma-go/engine"
@@ -23,6 +24,13 @@ type MW struct {
 	typ  MWType
 	e    *engine.MR
 	dead atomic.Bool
+
+	// bindMu serialises BindMW; posted is the R_Key the last BindMW post
+	// handed out (rxe's ibv_mw.rkey), valid when havePosted is set: the
+	// next bind increments it even if that bind has not run yet.
+	bindMu     sync.Mutex
+	posted     uint32
+	havePosted bool
 }
 
 // MWBindInfo says what a window exposes (struct ibv_mw_bind_info): a range
@@ -78,15 +86,24 @@ func IncRKey(rkey uint32) uint32 { return rkey&^0xFF | (rkey+1)&0xFF }
 
 // BindMW binds a type 1 window through qp (ibv_bind_mw): it posts a bind
 // work request and returns the window's new R_Key, valid once the bind
-// completes (a WCBindMW completion when signaled).
+// completes (a WCBindMW completion when signaled). As with rxe, the new key
+// follows the one the previous BindMW returned, even if that bind is still
+// queued, so binds posted back to back get different keys.
 func (qp *QP) BindMW(mw *MW, b MWBind) (uint32, error) {
 	if mw.typ != MWType1 {
 		return 0, verrorf(ErrInvalidArgument, "BindMW is for type 1 windows; bind type 2 with a WRBindMW work request")
 	}
-	rkey := IncRKey(mw.RKey())
+	mw.bindMu.Lock()
+	defer mw.bindMu.Unlock()
+	base := mw.posted
+	if !mw.havePosted {
+		base = mw.RKey()
+	}
+	rkey := IncRKey(base)
 	err := qp.PostSend(SendWR{ID: b.WRID, Opcode: WRBindMW, Flags: b.Flags, BindMW: mw, BindRKey: rkey, BindInfo: b.Info})
 	if err != nil {
 		return 0, err
 	}
+	mw.posted, mw.havePosted = rkey, true
 	return rkey, nil
 }
