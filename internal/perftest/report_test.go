@@ -10,7 +10,9 @@ import (
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
-func gidV4(a, b, c, d byte) verbs.GID { return verbs.GID{10: 0xff, 11: 0xff, 12: a, 13: b, 14: c, 15: d} }
+func gidV4(a, b, c, d byte) verbs.GID {
+	return verbs.GID{10: 0xff, 11: 0xff, 12: a, 13: b, 14: c, 15: d}
+}
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
@@ -155,7 +157,7 @@ func TestComputeLat(t *testing.T) {
 	}
 	// Odd M: median is the middle sample.
 	st = ComputeLat(posted[:10], 1, 1000) // 9 gaps, M = 7
-	if st.Typical != 40 { // sorted 10 20 30 40 50 70 80 | 90 100: d[M/2] = d[3]
+	if st.Typical != 40 {                 // sorted 10 20 30 40 50 70 80 | 90 100: d[M/2] = d[3]
 		t.Fatalf("odd typical %v (%v)", st.Typical, st.Sorted)
 	}
 }
