@@ -16,10 +16,17 @@ const RoCEPort = 4791
 // sent to; on send, Src.Port() is the UDP source port to use (0 means the
 // link's own port) and Src.Addr() is ignored (a link sends from its own
 // address), and Dst is the destination.
+//
+// A link with UDP GRO (see UDPOptions.GRO) may return several datagrams of
+// one flow coalesced into one Buf; SegSize then says where they split.
 type Datagram struct {
 	Buf []byte
 	Src netip.AddrPort
 	Dst netip.AddrPort
+	// SegSize is set by Receive: 0 when Buf is one datagram, or the size of
+	// each of the datagrams coalesced into Buf (the last may be shorter),
+	// all sent from Src to Dst. Send ignores it.
+	SegSize int
 }
 
 // ErrClosed is returned by a Link after Close.
@@ -29,7 +36,9 @@ var ErrClosed = errors.New("link: closed")
 // Receive is called from one goroutine at a time; Send may be called from many
 // goroutines at once.
 type Link interface {
-	// Send transmits the datagrams in order. It does not retain the buffers.
+	// Send transmits the datagrams in order. It does not retain the buffers,
+	// but may rewrite the ICRC trailer of IPv4 packets whose IP ID it
+	// changes from 0 (UDP does, for GSO).
 	// A datagram the network refuses (no route, buffer full) is dropped and
 	// counted, as a NIC would, and is not an error; an error means the link
 	// itself is broken or closed.

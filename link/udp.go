@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,10 +39,83 @@ type UDPOptions struct {
 	// kernel's default. The kernel may grant less (net.core.rmem_max) unless
 	// the process may use SO_RCVBUFFORCE.
 	SocketBuffer int
+	// GSO says when Send may hand runs of datagrams to the kernel as one
+	// UDP GSO send (see GSOMode). The zero value is GSOAuto.
+	GSO GSOMode
+	// GRO turns UDP_GRO on for the receiving socket (Linux), so that the
+	// kernel may deliver a run of datagrams of one flow, such as a peer's
+	// GSO send, as one coalesced datagram (Datagram.SegSize). Every buffer
+	// passed to Receive must then hold MaxDatagram bytes, or a coalesced
+	// datagram that does not fit is dropped. The environment variable
+	// RDMA_GO_GRO=off turns it off.
+	GRO bool
 	// Logger receives debug logs (socket options that could not be set,
 	// source ports that could not be bound, send drops). nil means
 	// slog.Default().
 	Logger *slog.Logger
+}
+
+// MaxDatagram is the largest UDP payload, and the receive buffer size that
+// UDPOptions.GRO needs.
+const MaxDatagram = 65535
+
+// GSOMode selects when a UDP link sends runs of datagrams with UDP generic
+// segmentation offload (UDP_SEGMENT, Linux 4.18 and later): consecutive
+// datagrams of a Send batch that leave from the same socket for the same
+// destination and have the same length (the last may be shorter) go down as
+// one super-datagram that the kernel, or the NIC, cuts back into the same
+// datagrams. Loopback delivers it to a GRO receiver whole.
+//
+// The IPv4 ID is covered by the ICRC (spec §1.7), and segmentation gives the
+// segments consecutive IDs: Linux's software segmentation (inet_gso_segment)
+// numbers them from the super-datagram's ID, which is 0 on our unconnected
+// DF sockets, so segment k carries ID k. Send therefore rewrites the ICRC of
+// IPv4 segment k from ID 0 to ID k (wire.RetagICRC). This was checked on
+// the wire (TestUDPGSOWireIPv4 on loopback with GSO forced off lo) and
+// against Linux rxe over the lab's tap. A NIC segmenting in hardware chooses
+// the IDs itself, which is why GSOAuto uses GSO for IPv4 only on loopback.
+// GSO also needs UDP checksums on (the kernel refuses GSO on a socket with
+// SO_NO_CHECK), so a link that may use GSO sends non-zero checksums, which
+// rxe and the kernel accept.
+type GSOMode uint8
+
+const (
+	// GSOAuto follows the environment variable RDMA_GO_GSO (on, off or
+	// auto) when it is set; otherwise GSO is used for IPv6, which has no
+	// IP ID, and for IPv4 on a loopback address.
+	GSOAuto GSOMode = iota
+	// GSOOff never uses GSO (checksum 0 on every datagram, as rxe sends).
+	GSOOff
+	// GSOOn uses GSO whenever the kernel supports it, IPv4 included.
+	GSOOn
+)
+
+// gsoWanted resolves GSOAuto for a link on addr.
+func gsoWanted(m GSOMode, addr netip.Addr) bool {
+	if m == GSOAuto {
+		switch strings.ToLower(os.Getenv("RDMA_GO_GSO")) {
+		case "off", "0", "false", "no":
+			m = GSOOff
+		case "on", "1", "true", "yes":
+			m = GSOOn
+		}
+	}
+	switch m {
+	case GSOOff:
+		return false
+	case GSOOn:
+		return true
+	}
+	return !addr.Is4() || addr.IsLoopback()
+}
+
+// groWanted applies RDMA_GO_GRO to UDPOptions.GRO.
+func groWanted(on bool) bool {
+	switch strings.ToLower(os.Getenv("RDMA_GO_GRO")) {
+	case "off", "0", "false", "no":
+		return false
+	}
+	return on
 }
 
 // UDPStats counts what a UDP link has done since it was opened.
@@ -58,6 +133,12 @@ type UDPStats struct {
 	ReceiveDrops uint64
 	// SourcePorts is the number of extra source-port sockets now open.
 	SourcePorts int
+	// GSOSends counts super-datagrams sent with GSO, and GSOSegments the
+	// datagrams they carried (also counted in Sent).
+	GSOSends, GSOSegments uint64
+	// Coalesced counts received datagrams that held several (GRO), and
+	// Received counts each of the datagrams they held.
+	Coalesced uint64
 }
 
 // UDP is the real Link: a UDP socket bound to one local address and port
@@ -79,6 +160,9 @@ type UDP struct {
 	log    *slog.Logger
 	maxSrc int
 
+	gso atomic.Bool // Send may use GSO (cleared if the kernel refuses it)
+	gro bool        // UDP_GRO is on for the main socket
+
 	main *udpSock
 	// extra maps a source port to its send-only socket. It is copied on
 	// write (at most maxSrc times) so Send can read it without locking.
@@ -95,6 +179,7 @@ type UDP struct {
 	recv   recvState // OS-specific receive scratch space, guarded by recvMu
 
 	sent, sendDrops, received, recvDrops atomic.Uint64
+	gsoSends, gsoSegs, coalesced         atomic.Uint64
 }
 
 // udpSock is one bound UDP socket.
@@ -151,12 +236,14 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 	if buf == 0 {
 		buf = DefaultSocketBuffer
 	}
+	u.gso.Store(gsoWanted(opts.GSO, addr))
+	u.gro = groWanted(opts.GRO)
 	s, err := u.open(port, buf, false)
 	if err != nil {
 		return nil, err
 	}
 	u.main = s
-	u.recv.init(maxBatch)
+	u.recv.init(maxBatch, u.gro)
 	empty := map[uint16]*udpSock{}
 	u.extra.Store(&empty)
 	return u, nil
@@ -174,7 +261,14 @@ func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
 		if cerr := c.Control(func(fd uintptr) {
-			err = setSocketOptions(fd, u.is4, buf, sendOnly, u.log)
+			o := sockOpts{is4: u.is4, buf: buf, sendOnly: sendOnly, gso: u.gso.Load(), gro: u.gro && !sendOnly}
+			var gso bool
+			gso, err = setSocketOptions(fd, o, u.log)
+			if o.gso && !gso {
+				// No GSO in this kernel: the link sends each datagram
+				// on its own (and this socket has checksums off).
+				u.gso.Store(false)
+			}
 		}); cerr != nil {
 			return cerr
 		}
@@ -199,6 +293,15 @@ func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
 		return nil, fmt.Errorf("link: UDP %s: %w", ap, err)
 	}
 	return &udpSock{conn: conn, rc: rc, port: port}, nil
+}
+
+// sockOpts are the options setSocketOptions applies.
+type sockOpts struct {
+	is4      bool
+	buf      int  // SO_RCVBUF/SO_SNDBUF; <= 0 keeps the default
+	sendOnly bool // a source-port socket: nothing is received on it
+	gso      bool // the link may send with UDP GSO: keep UDP checksums on
+	gro      bool // turn UDP_GRO on
 }
 
 // bindError explains a failed bind.
@@ -341,6 +444,9 @@ func (u *UDP) Stats() UDPStats {
 		Received:     u.received.Load(),
 		ReceiveDrops: u.recvDrops.Load(),
 		SourcePorts:  len(*u.extra.Load()),
+		GSOSends:     u.gsoSends.Load(),
+		GSOSegments:  u.gsoSegs.Load(),
+		Coalesced:    u.coalesced.Load(),
 	}
 }
 

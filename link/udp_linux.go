@@ -3,6 +3,7 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -12,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdma-go/rdma-go/wire"
 )
 
 // maxBatch is the number of datagrams one recvmmsg/sendmmsg call moves.
@@ -23,25 +26,38 @@ const portableBuffers = false
 
 // setSocketOptions applies the RoCEv2 socket options before bind. Only
 // IP_PMTUDISC_DO is required: without it Linux would put a changing IP ID on
-// sent IPv4 datagrams, and the peer's ICRC check would fail.
-func setSocketOptions(fd uintptr, is4 bool, buf int, sendOnly bool, log *slog.Logger) error {
+// sent IPv4 datagrams, and the peer's ICRC check would fail. It reports
+// whether the socket may send with UDP GSO: o.gso, if the kernel supports it.
+func setSocketOptions(fd uintptr, o sockOpts, log *slog.Logger) (gso bool, err error) {
 	s := int(fd)
 	opt := func(level, name, v int, what string) {
 		if err := unix.SetsockoptInt(s, level, name, v); err != nil {
 			log.Debug("link: cannot set socket option", "option", what, "err", err)
 		}
 	}
-	if is4 {
-		if err := unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
-			return fmt.Errorf("setsockopt IP_MTU_DISCOVER=IP_PMTUDISC_DO: %w", err)
+	if o.gso {
+		// UDP_SEGMENT is readable from Linux 4.18 on, with GSO itself.
+		if _, err := unix.GetsockoptInt(s, unix.SOL_UDP, unix.UDP_SEGMENT); err == nil {
+			gso = true
+		} else {
+			log.Debug("link: no UDP GSO in this kernel", "err", err)
 		}
-		opt(unix.SOL_SOCKET, unix.SO_NO_CHECK, 1, "SO_NO_CHECK")
+	}
+	if o.is4 {
+		if err := unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
+			return false, fmt.Errorf("setsockopt IP_MTU_DISCOVER=IP_PMTUDISC_DO: %w", err)
+		}
+		if !gso { // the kernel refuses GSO sends without checksums
+			opt(unix.SOL_SOCKET, unix.SO_NO_CHECK, 1, "SO_NO_CHECK")
+		}
 	} else {
 		opt(unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, "IPV6_MTU_DISCOVER")
-		opt(unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_TX, 1, "UDP_NO_CHECK6_TX")
+		if !gso {
+			opt(unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_TX, 1, "UDP_NO_CHECK6_TX")
+		}
 		opt(unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_RX, 1, "UDP_NO_CHECK6_RX")
 	}
-	if sendOnly {
+	if o.sendOnly {
 		// Nothing should arrive on a source-port socket; discard whatever does
 		// before it takes buffer space. The smallest buffer is enough.
 		drop := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
@@ -50,22 +66,25 @@ func setSocketOptions(fd uintptr, is4 bool, buf int, sendOnly bool, log *slog.Lo
 			log.Debug("link: cannot set socket option", "option", "SO_ATTACH_FILTER", "err", err)
 		}
 		opt(unix.SOL_SOCKET, unix.SO_RCVBUF, 1, "SO_RCVBUF")
-		return nil
+		return gso, nil
 	}
-	if buf > 0 {
-		for _, o := range [...]struct {
+	if o.gro {
+		opt(unix.SOL_UDP, unix.UDP_GRO, 1, "UDP_GRO")
+	}
+	if o.buf > 0 {
+		for _, b := range [...]struct {
 			force, plain int
 			name         string
 		}{
 			{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, "SO_RCVBUF"},
 			{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, "SO_SNDBUF"},
 		} {
-			if unix.SetsockoptInt(s, unix.SOL_SOCKET, o.force, buf) != nil {
-				opt(unix.SOL_SOCKET, o.plain, buf, o.name)
+			if unix.SetsockoptInt(s, unix.SOL_SOCKET, b.force, o.buf) != nil {
+				opt(unix.SOL_SOCKET, b.plain, o.buf, b.name)
 			}
 		}
 	}
-	return nil
+	return gso, nil
 }
 
 // recvState is the preallocated scratch space of Receive.
@@ -73,17 +92,42 @@ type recvState struct {
 	hs    []unix.Mmsghdr
 	iov   []unix.Iovec
 	names []unix.RawSockaddrInet6
+	ctl   [][ctlWords]uint64 // each message's control buffer (UDP_GRO), with GRO on
 	vlen  int
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // bound u.recv.run, made once
 }
 
-func (r *recvState) init(n int) {
+// ctlWords is the size in 8-byte words of the control buffer of one message:
+// room for one cmsg with an int (UDP_GRO) or a uint16 (UDP_SEGMENT).
+const ctlWords = (unix.SizeofCmsghdr + 8) / 8
+
+func (r *recvState) init(n int, gro bool) {
 	r.hs = make([]unix.Mmsghdr, n)
 	r.iov = make([]unix.Iovec, n)
 	r.names = make([]unix.RawSockaddrInet6, n)
+	if gro {
+		r.ctl = make([][ctlWords]uint64, n)
+	}
 	r.fn = r.run
+}
+
+// groSize returns the segment size from a UDP_GRO control message in the
+// control buffer of message i, or 0 if there is none.
+func (r *recvState) groSize(i int) int {
+	if r.ctl == nil {
+		return 0
+	}
+	h := &r.hs[i].Hdr
+	if h.Controllen < unix.SizeofCmsghdr+4 {
+		return 0
+	}
+	c := (*unix.Cmsghdr)(unsafe.Pointer(&r.ctl[i][0]))
+	if c.Level != unix.SOL_UDP || c.Type != unix.UDP_GRO || c.Len < unix.SizeofCmsghdr+4 {
+		return 0
+	}
+	return int(*(*int32)(unsafe.Pointer(&r.ctl[i][unix.SizeofCmsghdr/8])))
 }
 
 // run is called by RawConn.Read; returning false waits for readability.
@@ -128,6 +172,10 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 				Iov:     &r.iov[i],
 			}
 			h.Hdr.SetIovlen(1)
+			if r.ctl != nil {
+				h.Hdr.Control = (*byte)(unsafe.Pointer(&r.ctl[i][0]))
+				h.Hdr.SetControllen(ctlWords * 8)
+			}
 		}
 		r.vlen = n
 		err := u.main.rc.Read(r.fn)
@@ -140,7 +188,7 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 		if r.errno != 0 {
 			return 0, os.NewSyscallError("recvmmsg", r.errno)
 		}
-		k := 0
+		k, segs := 0, 0
 		for i := 0; i < r.n; i++ {
 			h := &r.hs[i]
 			if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
@@ -154,10 +202,17 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 			d.Buf = d.Buf[:cap(d.Buf)][:h.Len]
 			d.Src = u.sockaddrToAddrPort(&r.names[i])
 			d.Dst = u.local
+			d.SegSize = 0
+			segs++
+			if g := r.groSize(i); g > 0 && g < len(d.Buf) {
+				d.SegSize = g
+				segs += (len(d.Buf)+g-1)/g - 1
+				u.coalesced.Add(1)
+			}
 			k++
 		}
 		if k > 0 {
-			u.received.Add(uint64(k))
+			u.received.Add(uint64(segs))
 			return k, nil
 		}
 	}
@@ -183,13 +238,17 @@ func (u *UDP) sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 
 // sendState is the scratch space of one Send call on one socket. It comes
 // from sendPool, so concurrent Sends do not share it and steady-state sends
-// do not allocate.
+// do not allocate. Datagram i of the chunk being sent is iovec i; a message
+// covers one datagram, or a GSO run of consecutive ones.
 type sendState struct {
 	hs    [maxBatch]unix.Mmsghdr
 	iov   [maxBatch]unix.Iovec
 	names [maxBatch]unix.RawSockaddrInet6
-	off   int // first message to send
-	m     int // number of messages packed
+	ctl   [maxBatch][ctlWords]uint64 // UDP_SEGMENT control message of a GSO message
+	first [maxBatch]int              // the chunk index of each message's first datagram
+	segs  [maxBatch]int              // the datagrams in each message
+	off   int                        // first message to send
+	m     int                        // number of messages packed
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // bound run, made once
@@ -200,6 +259,18 @@ var sendPool = sync.Pool{New: func() any {
 	s.fn = s.run
 	return s
 }}
+
+// GSO limits. The kernel takes at most 64 segments per send before Linux
+// 6.10 (UDP_MAX_SEGMENTS) and a super-datagram's payload must fit an IP
+// datagram (65507 bytes for IPv4).
+const (
+	maxGSOSegs  = 64
+	maxGSOBytes = 65000
+)
+
+// errGSORefused is flush's report that the kernel refused a GSO message
+// (EINVAL or EIO: an IPsec route, or a kernel without GSO checksum support).
+var errGSORefused = errors.New("link: UDP GSO send refused")
 
 // run is called by RawConn.Write. It never waits for writability: a full
 // socket buffer is a drop, as on a NIC.
@@ -218,6 +289,30 @@ func (s *sendState) run(fd uintptr) bool {
 	}
 }
 
+// gsoRun returns the end of the GSO run that starts at ds[i]: the datagrams
+// after it for the same destination with the same length, and one shorter
+// one that ends the run, within the kernel's limits.
+func gsoRun(ds []Datagram, i int) int {
+	size := len(ds[i].Buf)
+	j := i + 1
+	if size == 0 {
+		return j
+	}
+	total := size
+	for j < len(ds) && j-i < maxGSOSegs {
+		n := len(ds[j].Buf)
+		if n == 0 || n > size || total+n > maxGSOBytes || ds[j].Dst != ds[i].Dst {
+			break
+		}
+		total += n
+		j++
+		if n < size {
+			break
+		}
+	}
+	return j
+}
+
 // sendOn sends ds, all of which leave from socket k.
 func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 	s := sendPool.Get().(*sendState)
@@ -225,23 +320,41 @@ func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 	for len(ds) > 0 {
 		chunk := ds[:min(len(ds), maxBatch)]
 		ds = ds[len(chunk):]
+		gso := u.gso.Load()
 		s.m = 0
-		bad := 0
-		for i := range chunk {
-			d := &chunk[i]
-			if !dstOK(d.Dst, u.is4) {
-				bad++
+		for i := 0; i < len(chunk); {
+			if !dstOK(chunk[i].Dst, u.is4) {
+				i++
 				continue
 			}
-			u.pack(s, s.m, d)
+			j := i + 1
+			if gso {
+				j = gsoRun(chunk, i)
+			}
+			u.pack(s, s.m, chunk, i, j)
+			s.first[s.m], s.segs[s.m] = i, j-i
 			s.m++
-		}
-		if bad > 0 {
-			u.countDrop(bad, errBadDst)
+			i = j
 		}
 		err := u.flush(k, s)
-		for i := 0; i < s.m; i++ {
-			s.iov[i].Base = nil
+		for i := range chunk {
+			s.iov[i].Base = nil // do not keep the caller's buffers alive
+		}
+		done := len(chunk) // datagrams dealt with
+		if err == errGSORefused {
+			// Undo the ICRC rewrites of what was not sent, stop using
+			// GSO on this link and send the rest one by one.
+			u.gso.Store(false)
+			u.log.Warn("link: the kernel refused a UDP GSO send; sending without GSO from now on",
+				"local", u.local, "err", os.NewSyscallError("sendmmsg", s.errno))
+			done = s.first[s.off]
+			for m := s.off; m < s.m; m++ {
+				u.retag(chunk[s.first[m]:s.first[m]+s.segs[m]], true)
+			}
+			err = u.sendOn(k, chunk[done:])
+		}
+		if bad := countBad(chunk[:done], u.is4); bad > 0 {
+			u.countDrop(bad, errBadDst)
 		}
 		if err != nil {
 			return err
@@ -250,15 +363,45 @@ func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 	return nil
 }
 
-// pack fills message i of s from d.
-func (u *UDP) pack(s *sendState, i int, d *Datagram) {
-	if len(d.Buf) > 0 {
-		s.iov[i].Base = &d.Buf[0]
-	} else {
-		s.iov[i].Base = nil
+func countBad(ds []Datagram, is4 bool) int {
+	bad := 0
+	for i := range ds {
+		if !dstOK(ds[i].Dst, is4) {
+			bad++
+		}
 	}
-	s.iov[i].SetLen(len(d.Buf))
-	sa := &s.names[i]
+	return bad
+}
+
+// retag rewrites the ICRCs of the IPv4 datagrams of a GSO run for the IP
+// IDs the kernel gives the segments (0, 1, 2, ...), or back to ID 0 if undo.
+func (u *UDP) retag(run []Datagram, undo bool) {
+	if !u.is4 {
+		return
+	}
+	for x := 1; x < len(run); x++ {
+		if undo {
+			wire.RetagICRC(run[x].Buf, uint16(x), 0)
+		} else {
+			wire.RetagICRC(run[x].Buf, 0, uint16(x))
+		}
+	}
+}
+
+// pack fills message m of s from chunk[i:j], sent as one GSO message if it
+// holds more than one datagram.
+func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
+	for x := i; x < j; x++ {
+		b := chunk[x].Buf
+		if len(b) > 0 {
+			s.iov[x].Base = &b[0]
+		} else {
+			s.iov[x].Base = nil
+		}
+		s.iov[x].SetLen(len(b))
+	}
+	d := &chunk[i]
+	sa := &s.names[m]
 	var namelen uint32
 	port := d.Dst.Port()
 	if u.is4 {
@@ -277,17 +420,28 @@ func (u *UDP) pack(s *sendState, i int, d *Datagram) {
 		p[0], p[1] = byte(port>>8), byte(port)
 		namelen = unix.SizeofSockaddrInet6
 	}
-	h := &s.hs[i]
+	h := &s.hs[m]
 	h.Len = 0
 	h.Hdr = unix.Msghdr{
 		Name:    (*byte)(unsafe.Pointer(sa)),
 		Namelen: namelen,
 		Iov:     &s.iov[i],
 	}
-	h.Hdr.SetIovlen(1)
+	h.Hdr.SetIovlen(j - i)
+	if j-i > 1 {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&s.ctl[m][0]))
+		c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+		c.SetLen(unix.CmsgLen(2))
+		*(*uint16)(unsafe.Pointer(&s.ctl[m][unix.SizeofCmsghdr/8])) = uint16(len(d.Buf))
+		h.Hdr.Control = (*byte)(unsafe.Pointer(c))
+		h.Hdr.SetControllen(unix.CmsgSpace(2))
+		u.retag(chunk[i:j], false)
+	}
 }
 
-// flush sends the s.m packed messages of s on socket k, counting drops.
+// flush sends the s.m packed messages of s on socket k, counting drops. It
+// returns errGSORefused, with s.off at the message, if the kernel refuses a
+// GSO message.
 func (u *UDP) flush(k *udpSock, s *sendState) error {
 	s.off = 0
 	for s.off < s.m {
@@ -295,25 +449,45 @@ func (u *UDP) flush(k *udpSock, s *sendState) error {
 			return err
 		}
 		if s.errno == 0 && s.n > 0 {
+			sent := 0
+			for _, n := range s.segs[s.off : s.off+s.n] {
+				sent += n
+				if n > 1 {
+					u.gsoSends.Add(1)
+					u.gsoSegs.Add(uint64(n))
+				}
+			}
 			s.off += s.n
-			u.sent.Add(uint64(s.n))
+			u.sent.Add(uint64(sent))
 			continue
 		}
 		if s.errno == 0 { // sent nothing and said nothing: give up on the rest
-			u.countDrop(s.m-s.off, syscall.EAGAIN)
+			u.countDrop(s.segsFrom(s.off), syscall.EAGAIN)
 			return nil
+		}
+		if s.segs[s.off] > 1 && (s.errno == syscall.EINVAL || s.errno == syscall.EIO) {
+			return errGSORefused
 		}
 		drop, wide := dropErrno(s.errno)
 		switch {
 		case !drop:
 			return fmt.Errorf("link: UDP %s: %w", u.local, os.NewSyscallError("sendmmsg", s.errno))
 		case wide:
-			u.countDrop(s.m-s.off, s.errno)
+			u.countDrop(s.segsFrom(s.off), s.errno)
 			return nil
 		default:
-			u.countDrop(1, s.errno)
+			u.countDrop(s.segs[s.off], s.errno)
 			s.off++
 		}
 	}
 	return nil
+}
+
+// segsFrom returns the datagrams in messages m and later.
+func (s *sendState) segsFrom(m int) int {
+	n := 0
+	for _, x := range s.segs[m:s.m] {
+		n += x
+	}
+	return n
 }

@@ -20,16 +20,17 @@ const portableBuffers = true
 // setSocketOptions is a stub on this OS: the RoCEv2 options (DF with IP ID
 // 0, zero UDP checksums, large buffers) are only set on Linux, so a peer that
 // checks the ICRC of IPv4 packets may reject what this link sends.
-func setSocketOptions(_ uintptr, _ bool, _ int, _ bool, log *slog.Logger) error {
+// Nor is UDP GSO or GRO.
+func setSocketOptions(_ uintptr, _ sockOpts, log *slog.Logger) (gso bool, err error) {
 	log.Debug("link: RoCEv2 socket options are not supported on this OS")
-	return nil
+	return false, nil
 }
 
 // recvState holds a scratch buffer big enough for any datagram, so that
 // one too long for the caller's buffer is detected, not silently truncated.
 type recvState struct{ scratch []byte }
 
-func (r *recvState) init(int) { r.scratch = make([]byte, 1<<16) }
+func (r *recvState) init(int, bool) { r.scratch = make([]byte, 1<<16) }
 
 // maxRecvErrors bounds the consecutive read errors one Receive call skips
 // (Windows, for one, reports an ICMP port unreachable as a read error)
@@ -57,6 +58,7 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 		batch[0].Buf = append(batch[0].Buf[:0], u.recv.scratch[:n]...)
 		batch[0].Src = netipUnmap(src)
 		batch[0].Dst = u.local
+		batch[0].SegSize = 0
 		u.received.Add(1)
 		return 1, nil
 	}

@@ -208,6 +208,53 @@ func PutICRC(src, dst netip.Addr, sport, dport uint16, pkt []byte) {
 	binary.LittleEndian.PutUint32(pkt[end:], icrc(src, dst, 0, sport, dport, pkt[:end]))
 }
 
+// RetagICRC rewrites the ICRC trailer of pkt, a whole RoCEv2 UDP payload
+// (trailer included) whose ICRC is correct for IPv4 Identification from, into
+// the one that is correct for ID to, without recomputing the CRC: the ID's
+// contribution is linear (see the receive-side note below), so the trailer
+// changes by L_N(from ⊕ to). It is for senders whose IP IDs are assigned by
+// the kernel after the ICRC was computed, such as the segments of one UDP GSO
+// send (link.UDP). Only IPv4 packets carry an ID: do not call it for IPv6.
+// It does not allocate, except once per new packet length (a 64-byte table
+// shared by all goroutines).
+func RetagICRC(pkt []byte, from, to uint16) {
+	if len(pkt) < ICRCLen || from == to {
+		return
+	}
+	n := len(pkt) - ICRCLen
+	binary.LittleEndian.PutUint32(pkt[n:], trailer(pkt)^idDelta(from^to, n))
+}
+
+// idBasis holds L_N(1<<i) for the 16 ID bits, for one covered length.
+type idBasis [16]uint32
+
+var idBases [maxCachedLen/4 + 1]atomic.Pointer[idBasis]
+
+// idDelta returns L_N(id) for a packet with covered length n (BTH..pad),
+// from a cached basis for the lengths valid packets have.
+func idDelta(id uint16, n int) uint32 {
+	after := lrhLen + IPv4HeaderLen + UDPHeaderLen + n - idEnd // covered bytes after the ID
+	if n%4 != 0 || n > maxCachedLen {
+		return idImage(id, after)
+	}
+	p := &idBases[n/4]
+	v := p.Load()
+	if v == nil {
+		v = new(idBasis)
+		for i := range v {
+			v[i] = idImage(uint16(1)<<i, after)
+		}
+		if !p.CompareAndSwap(nil, v) {
+			v = p.Load()
+		}
+	}
+	var d uint32
+	for i := 0; id != 0; i, id = i+1, id>>1 {
+		d ^= v[i] & -uint32(id&1)
+	}
+	return d
+}
+
 // trailer returns the ICRC carried in the last 4 bytes of pkt.
 func trailer(pkt []byte) uint32 { return binary.LittleEndian.Uint32(pkt[len(pkt)-ICRCLen:]) }
 

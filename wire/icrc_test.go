@@ -404,3 +404,35 @@ func TestICRCModeString(t *testing.T) {
 		t.Fatal("ICRCMode.String")
 	}
 }
+
+// TestRetagICRC checks that retagging a trailer from one IPv4 ID to another
+// gives the ICRC computed directly with the new ID, for cached and uncached
+// lengths.
+func TestRetagICRC(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 12, 13, 40, 1052, 4096 + 16, 4097, maxCachedLen, maxCachedLen + 4, 20000} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(r.Uint32())
+		}
+		pkt := append(bytes.Clone(body), 0, 0, 0, 0)
+		PutICRC(addr4a, addr4b, 0xC132, RoCEv2Port, pkt)
+		prev := uint16(0)
+		for _, id := range []uint16{0, 1, 2, 63, 0x8000, 0xFFFF, uint16(r.Uint32()), 0} {
+			RetagICRC(pkt, prev, id)
+			prev = id
+			want := ICRCWithIPv4ID(addr4a, addr4b, id, 0xC132, RoCEv2Port, body)
+			if got := binary.LittleEndian.Uint32(pkt[n:]); got != want {
+				t.Fatalf("len %d id %#04x: trailer %#08x, want %#08x", n, id, got, want)
+			}
+			if got, ok := RecoverIPv4ID(addr4a, addr4b, 0xC132, RoCEv2Port, pkt); !ok || got != id {
+				t.Fatalf("len %d: RecoverIPv4ID = %#04x, %v; want %#04x", n, got, ok, id)
+			}
+		}
+	}
+	pkt := make([]byte, 1052)
+	RetagICRC(pkt, 0, 1) // warm the cache
+	if a := testing.AllocsPerRun(100, func() { RetagICRC(pkt, 0, 7); RetagICRC(pkt, 7, 0) }); a != 0 {
+		t.Fatalf("RetagICRC allocates %v times", a)
+	}
+}

@@ -159,7 +159,7 @@ func (e *Endpoint) put(dst *link.Datagram, d link.Datagram) bool {
 		return false
 	}
 	dst.Buf = append(dst.Buf[:0], d.Buf...)
-	dst.Src, dst.Dst = d.Src, d.Dst
+	dst.Src, dst.Dst, dst.SegSize = d.Src, d.Dst, 0
 	return true
 }
 
