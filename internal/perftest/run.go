@@ -747,7 +747,7 @@ func (s *session) closeConnTimeout(timeout time.Duration) error {
 func (s *session) reportBW(tm *BWTiming) BWReport {
 	c := s.cfg
 	rep := ComputeBW(s.size, tm, c.NoPeak, c.PostList, c.CQMod, c.Gbits)
-	if !c.Duplex {
+	if !c.Duplex || (c.Test.Verb == Send && c.TestDur) {
 		s.printBWRow(rep, nil)
 	}
 	s.result.Rows = append(s.result.Rows, Row{Bytes: rep.Size, Iterations: rep.Iters, BWPeak: rep.BWPeak,

@@ -196,6 +196,18 @@ func TestPairVariants(t *testing.T) {
 			t.Fatalf("output:\n%q", r.cliOut)
 		}
 	})
+	t.Run("write_bw --dont_xchg_versions", func(t *testing.T) {
+		r := runPair(t, Test{Write, BW}, "-n", "50", "--dont_xchg_versions", "-s", "1K")
+		checkRows(t, "client", r.cliOut, bwRow, "1024", "50", 1)
+		checkRows(t, "server", r.srvOut, bwRow, "1024", "50", 1)
+	})
+	t.Run("send_bw -e -Q 10", func(t *testing.T) {
+		r := runPair(t, Test{Send, BW}, "-n", "200", "-e", "-s", "64", "-Q", "10")
+		checkRows(t, "client", r.cliOut, bwRow, "64", "200", 1)
+		if !strings.Contains(r.cliOut, " Test with events. Using pt") || !strings.Contains(r.cliOut, " CQ Moderation   : 10\n") {
+			t.Fatalf("output:\n%s", r.cliOut)
+		}
+	})
 	t.Run("send_bw UD", func(t *testing.T) {
 		r := runPair(t, Test{Send, BW}, "-n", "200", "-c", "UD")
 		checkRows(t, "client", r.cliOut, bwRow, "4096", "200", 1)
