@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/ibcm"
 	"github.com/rdma-go/rdma-go/mad"
 )
 
@@ -36,6 +37,8 @@ type Config struct {
 	Receives int
 	// Sends is the send queue depth (default 256).
 	Sends int
+	// GUID is the device's node GUID, the connection manager's CA GUID.
+	GUID uint64
 }
 
 // Port is QP1 of one soft device and its MAD agent.
@@ -43,6 +46,7 @@ type Port struct {
 	host  *engine.Host
 	qp    *engine.QP
 	agent *mad.Agent
+	cm    *ibcm.Manager
 	log   *slog.Logger
 
 	rbuf []byte
@@ -92,11 +96,18 @@ func Open(h *engine.Host, cfg Config) (*Port, error) {
 		}
 	}
 	p.agent = mad.NewAgent(mad.Config{Transport: p, Clock: cfg.Clock, Logger: cfg.Logger})
+	if p.cm, err = ibcm.New(p.agent, ibcm.Config{GUID: cfg.GUID, Logger: cfg.Logger}); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
 // Agent returns the port's MAD agent.
 func (p *Port) Agent() *mad.Agent { return p.agent }
+
+// CM returns the port's connection manager.
+func (p *Port) CM() *ibcm.Manager { return p.cm }
 
 // Host returns the engine the port runs on.
 func (p *Port) Host() *engine.Host { return p.host }
@@ -201,6 +212,9 @@ func (p *Port) Close() {
 	p.closed = true
 	p.sendMu.Unlock()
 	p.pollMu.Unlock()
+	if p.cm != nil {
+		p.cm.Close()
+	}
 	if p.agent != nil {
 		p.agent.Close()
 	}

@@ -24,7 +24,7 @@ var (
 func TestPerfMgtOverQP1(t *testing.T) {
 	for _, fam := range [][2]netip.Addr{{a4, b4}, {a6, b6}} {
 		s := gsisim.New(1, memlink.Faults{Delay: time.Millisecond})
-		na, nb := s.Add(fam[0]), s.Add(fam[1])
+		na, nb := s.Add(fam[0], 1), s.Add(fam[1], 2)
 		if _, err := mad.ServePerfMgt(nb.Port.Agent(), mad.PerfMgtConfig{Counters: func() mad.PortCounterValues { return gsi.Counters(nb.Host) }}); err != nil {
 			t.Fatal(err)
 		}

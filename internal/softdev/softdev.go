@@ -83,7 +83,7 @@ func Start(l link.Link, opts Options) *Device {
 // startGSI creates QP1 with its MAD agent and PerfMgt responder. A device
 // without them still moves data, so a failure is logged, not fatal.
 func (d *Device) startGSI() {
-	p, err := gsi.Open(d.host, gsi.Config{Logger: d.log})
+	p, err := gsi.Open(d.host, gsi.Config{Logger: d.log, GUID: d.guid})
 	if err != nil {
 		d.log.Error("softdev: no GSI QP; management datagrams will be dropped", "addr", d.Addr(), "err", err)
 		return

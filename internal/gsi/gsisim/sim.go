@@ -14,6 +14,7 @@ import (
 	"github.com/rdma-go/rdma-go/internal/gsi"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/link/memlink"
+	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -21,6 +22,10 @@ import (
 type Sim struct {
 	Clock *clock.Fake
 	Net   *memlink.Network
+	// Drop, if set, is asked about every MAD sent; true loses it.
+	Drop func(from, to netip.Addr, m mad.MAD) bool
+	// Trace, if set, sees every MAD sent that is not dropped.
+	Trace func(at time.Time, from, to netip.Addr, m mad.MAD)
 	nodes map[netip.Addr]*Node
 	order []*Node
 }
@@ -40,11 +45,11 @@ func New(seed int64, f memlink.Faults) *Sim {
 		nodes: make(map[netip.Addr]*Node)}
 }
 
-// Add creates a device at addr with its GSI port.
-func (s *Sim) Add(addr netip.Addr) *Node {
+// Add creates a device at addr with its GSI port and CM.
+func (s *Sim) Add(addr netip.Addr, guid uint64) *Node {
 	n := &Node{Addr: addr, sim: s}
 	n.Host = engine.NewHost(engine.HostConfig{Addr: addr, Link: (*sender)(n), ICRC: wire.ICRCIPv4Strict})
-	p, err := gsi.Open(n.Host, gsi.Config{Clock: s.Clock})
+	p, err := gsi.Open(n.Host, gsi.Config{Clock: s.Clock, GUID: guid})
 	if err != nil {
 		panic(fmt.Sprintf("gsisim: %v", err))
 	}
@@ -67,12 +72,29 @@ func (s *sender) Send(batch []link.Datagram) error {
 	now := n.sim.Clock.Now()
 	for _, d := range batch {
 		d.Src = netip.AddrPortFrom(n.Addr, d.Src.Port())
+		if m, ok := madOf(d.Buf); ok {
+			if n.sim.Drop != nil && n.sim.Drop(n.Addr, d.Dst.Addr(), m) {
+				continue
+			}
+			if n.sim.Trace != nil {
+				n.sim.Trace(now, n.Addr, d.Dst.Addr(), m)
+			}
+		}
 		n.sim.Net.Send(now, d)
 	}
 	return nil
 }
 
 func (s *sender) SourcePort(want uint16) uint16 { return want }
+
+// madOf returns the MAD in a UD SEND-only packet to QP1.
+func madOf(b []byte) (mad.MAD, bool) {
+	var p wire.Packet
+	if p.Parse(b) != nil || p.BTH.DestQP() != mad.GSIQPN || len(p.Payload) < mad.Size {
+		return nil, false
+	}
+	return mad.MAD(p.Payload[:mad.Size]), true
+}
 
 // Step processes the next event due no later than limit: every datagram
 // due at the earliest delivery time, or the earliest timer. It reports
