@@ -185,7 +185,7 @@ func TestPairVariants(t *testing.T) {
 	})
 	t.Run("send_lat -D 1", func(t *testing.T) {
 		r := runPair(t, Test{Send, LAT}, "-D", "1")
-		if !strings.Contains(r.cliOut, ResultFmtLatDur) || !regexp.MustCompile(`(?m)^ 2 +\d+ +\d+\.\d\d +\d+\.\d\d\n`).MatchString(r.cliOut) {
+		if !strings.Contains(r.cliOut, ResultFmtLatDur) || !regexp.MustCompile(`(?m)^ 2 +\d+ +\d+\.\d\d +\d+\.\d\d *\n`).MatchString(r.cliOut) {
 			t.Fatalf("output:\n%s", r.cliOut)
 		}
 	})
