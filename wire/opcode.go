@@ -171,15 +171,18 @@ func init() {
 	}
 }
 
+// extHeaders lists the extended headers in the order they follow the BTH.
+var extHeaders = [...]struct {
+	f OpFlags
+	n int
+}{
+	{HasDETH, DETHLen}, {HasFETH, FETHLen}, {HasRETH, RETHLen}, {HasAtomicETH, AtomicETHLen},
+	{HasAETH, AETHLen}, {HasAtomicAckETH, AtomicAckETHLen}, {HasImmDt, ImmDtLen}, {HasIETH, IETHLen},
+}
+
 func hdrLen(f OpFlags) int {
 	n := BTHLen
-	for _, h := range []struct {
-		f OpFlags
-		n int
-	}{
-		{HasDETH, DETHLen}, {HasFETH, FETHLen}, {HasRETH, RETHLen}, {HasAtomicETH, AtomicETHLen},
-		{HasAETH, AETHLen}, {HasAtomicAckETH, AtomicAckETHLen}, {HasImmDt, ImmDtLen}, {HasIETH, IETHLen},
-	} {
+	for _, h := range extHeaders {
 		if f&h.f != 0 {
 			n += h.n
 		}

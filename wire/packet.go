@@ -54,11 +54,7 @@ func (p *Packet) Parse(b []byte) error {
 // DETH, FETH, RETH/AtomicETH, AETH, AtomicAckETH, ImmDt/IETH.
 func (p *Packet) offset(h OpFlags) int {
 	off := BTHLen
-	for _, x := range [...]struct {
-		f OpFlags
-		n int
-	}{{HasDETH, DETHLen}, {HasFETH, FETHLen}, {HasRETH, RETHLen}, {HasAtomicETH, AtomicETHLen},
-		{HasAETH, AETHLen}, {HasAtomicAckETH, AtomicAckETHLen}, {HasImmDt, ImmDtLen}, {HasIETH, IETHLen}} {
+	for _, x := range extHeaders {
 		if x.f == h {
 			return off
 		}
