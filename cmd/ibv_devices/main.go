@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/rdma-go/rdma-go/verbs"
+
+	"github.com/rdma-go/rdma-go/internal/cli"
 )
 
 func main() {
@@ -29,7 +31,7 @@ type entry struct {
 func run(stdout, stderr io.Writer) int {
 	devs, err := verbs.Devices()
 	if err != nil {
-		fmt.Fprintf(stderr, "Failed to get IB devices list: %s\n", strerror(err))
+		fmt.Fprintf(stderr, "Failed to get IB devices list: %s\n", cli.Strerror(err))
 		return 1
 	}
 	list := make([]entry, len(devs))

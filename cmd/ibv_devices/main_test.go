@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rdma-go/rdma-go/internal/cli"
 )
 
 func TestWriteDevicesGolden(t *testing.T) {
@@ -61,8 +63,8 @@ func TestStrerror(t *testing.T) {
 		{errNo(41), "Unknown error 41"},
 		{errNo(133), "Memory page has hardware error"},
 	} {
-		if got := strerror(c.err); got != c.want {
-			t.Errorf("strerror(%v) = %q, want %q", c.err, got, c.want)
+		if got := cli.Strerror(c.err); got != c.want {
+			t.Errorf("cli.Strerror(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

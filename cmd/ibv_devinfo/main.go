@@ -22,6 +22,8 @@ import (
 
 	"github.com/rdma-go/rdma-go/internal/getopt"
 	"github.com/rdma-go/rdma-go/verbs"
+
+	"github.com/rdma-go/rdma-go/internal/cli"
 )
 
 func main() {
@@ -89,7 +91,7 @@ func (t *tool) main(args []string) int {
 		case 'l':
 			devs, err := verbs.Devices()
 			if err != nil {
-				t.errorf("Failed to get IB devices list: %s\n", strerror(err))
+				t.errorf("Failed to get IB devices list: %s\n", cli.Strerror(err))
 				return -1
 			}
 			names := make([]string, len(devs))
@@ -108,7 +110,7 @@ func (t *tool) main(args []string) int {
 
 	devs, err := verbs.Devices()
 	if err != nil {
-		t.errorf("Failed to get IB devices list: %s\n", strerror(err))
+		t.errorf("Failed to get IB devices list: %s\n", cli.Strerror(err))
 		return -1
 	}
 	// print_hca_cap takes the port as a uint8_t: -i 256 means all ports.

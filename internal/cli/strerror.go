@@ -1,4 +1,5 @@
-package main
+// Package cli holds what the command-line tools share.
+package cli
 
 import (
 	"strconv"
@@ -7,11 +8,11 @@ import (
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
-// strerror returns glibc's strerror text for the errno behind err (EIO when
+// Strerror returns glibc's strerror text for the errno behind err (EIO when
 // err carries none), as perror prints it. Go's errno strings are glibc's
 // with a lower-case first letter; for a number Go has no text for it says
 // "errno N" where glibc says "Unknown error N".
-func strerror(err error) string {
+func Strerror(err error) string {
 	e := verbs.ErrnoOf(err)
 	s := e.Error()
 	if s == "" || strings.HasPrefix(s, "errno ") {
