@@ -60,3 +60,16 @@ type Link interface {
 	// Close releases the link and unblocks Receive.
 	Close() error
 }
+
+// Poller is implemented by links that can be read without waiting (UDP on
+// Linux). A device uses it to take its own lock before each read, so that
+// both its receive goroutine and a goroutine polling for completions can
+// drain the link, in order.
+type Poller interface {
+	// TryReceive is Receive that returns 0 at once when no datagram is
+	// queued, or when another receive is under way.
+	TryReceive(batch []Datagram) (n int, err error)
+	// WaitReadable blocks until a datagram is queued, without reading it,
+	// or the link is closed.
+	WaitReadable() error
+}

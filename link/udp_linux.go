@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -97,6 +98,7 @@ type recvState struct {
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // bound u.recv.run, made once
+	tryFn func(fd uintptr)      // bound u.recv.try, made once
 }
 
 // ctlWords is the size in 8-byte words of the control buffer of one message:
@@ -111,6 +113,26 @@ func (r *recvState) init(n int, gro bool) {
 		r.ctl = make([][ctlWords]uint64, n)
 	}
 	r.fn = r.run
+	r.tryFn = r.try
+}
+
+// try is called by RawConn.Control: one recvmmsg that does not wait.
+func (r *recvState) try(fd uintptr) {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.vlen), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			r.n, r.errno = int(n), 0
+		case unix.EAGAIN:
+			r.n, r.errno = 0, 0
+		case unix.EINTR, unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH,
+			unix.EHOSTDOWN, unix.ENETDOWN, unix.ENOBUFS, unix.ENOMEM:
+			continue
+		default:
+			r.n, r.errno = 0, e
+		}
+		return
+	}
 }
 
 // groSize returns the segment size from a UDP_GRO control message in the
@@ -151,8 +173,63 @@ func (r *recvState) run(fd uintptr) bool {
 	}
 }
 
+var _ Poller = (*UDP)(nil)
+
+// TryReceive is Receive that never waits: it returns 0 at once when no
+// datagram is queued, or when another Receive or TryReceive is under way.
+// With WaitReadable it lets the caller take its own lock before reading,
+// so that datagrams read by different goroutines are processed in order.
+func (u *UDP) TryReceive(batch []Datagram) (int, error) {
+	if u.closed.Load() {
+		return 0, ErrClosed
+	}
+	if len(batch) == 0 || !u.recvMu.TryLock() {
+		return 0, nil
+	}
+	defer u.recvMu.Unlock()
+	n, err := u.tryReceive(batch)
+	if err != nil {
+		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
+			return 0, ErrClosed
+		}
+		return 0, fmt.Errorf("link: UDP %s: receive: %w", u.local, err)
+	}
+	return n, nil
+}
+
+// WaitReadable blocks until a datagram is queued (it does not read it), the
+// read deadline passes or the link is closed.
+func (u *UDP) WaitReadable() error {
+	if u.closed.Load() {
+		return ErrClosed
+	}
+	err := u.main.rc.Read(readable)
+	if err != nil {
+		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("link: UDP %s: %w", u.local, err)
+	}
+	return nil
+}
+
 // receive is Receive under recvMu.
-func (u *UDP) receive(batch []Datagram) (int, error) {
+func (u *UDP) receive(batch []Datagram) (int, error) { return u.receiveMode(batch, true) }
+
+// tryReceive is TryReceive under recvMu.
+func (u *UDP) tryReceive(batch []Datagram) (int, error) { return u.receiveMode(batch, false) }
+
+// readable reports whether a datagram is queued on fd; it is the check
+// WaitReadable makes each time the netpoller wakes it.
+func readable(fd uintptr) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err != nil || n > 0 // an error: let the caller's read report it
+}
+
+// receiveMode receives into batch, waiting for a datagram if wait is set;
+// without wait it returns 0 at once when none is queued.
+func (u *UDP) receiveMode(batch []Datagram, wait bool) (int, error) {
 	r := &u.recv
 	for {
 		n := min(len(batch), len(r.hs))
@@ -178,7 +255,13 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 			}
 		}
 		r.vlen = n
-		err := u.main.rc.Read(r.fn)
+		var err error
+		if wait {
+			err = u.main.rc.Read(r.fn)
+		} else {
+			r.n, r.errno = 0, 0
+			err = u.main.rc.Control(r.tryFn)
+		}
 		for i := 0; i < n; i++ {
 			r.iov[i].Base = nil // do not keep the caller's buffers alive
 		}
@@ -214,6 +297,9 @@ func (u *UDP) receive(batch []Datagram) (int, error) {
 		if k > 0 {
 			u.received.Add(uint64(segs))
 			return k, nil
+		}
+		if !wait && r.n == 0 {
+			return 0, nil
 		}
 	}
 }

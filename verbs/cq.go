@@ -76,8 +76,20 @@ func (cq *CQ) Push(c *engine.Completion) bool {
 }
 
 // Poll moves up to len(wc) completions into wc and returns how many
-// (ibv_poll_cq). It never blocks and does not allocate.
+// (ibv_poll_cq). It never blocks and does not allocate. When the CQ is
+// empty it first lets the device receive and process what its socket holds,
+// on the calling goroutine, as a NIC driver's poll routine would: a busy
+// poller then sees a completion without waiting for the device's receive
+// goroutine to be woken.
 func (cq *CQ) Poll(wc []WC) (int, error) {
+	n, err := cq.poll(wc)
+	if n == 0 && err == nil && len(wc) > 0 && cq.ctx.run.Poll() {
+		n, err = cq.poll(wc)
+	}
+	return n, err
+}
+
+func (cq *CQ) poll(wc []WC) (int, error) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.destroyed {

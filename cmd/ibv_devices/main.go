@@ -12,9 +12,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/rdma-go/rdma-go/verbs"
-
 	"github.com/rdma-go/rdma-go/internal/cli"
+	"github.com/rdma-go/rdma-go/verbs"
 )
 
 func main() {

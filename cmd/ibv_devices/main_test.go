@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/rdma-go/rdma-go/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/rdma-go/rdma-go/internal/cli"
 )
 
 func TestWriteDevicesGolden(t *testing.T) {

@@ -20,10 +20,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/rdma-go/rdma-go/internal/cli"
 	"github.com/rdma-go/rdma-go/internal/getopt"
 	"github.com/rdma-go/rdma-go/verbs"
-
-	"github.com/rdma-go/rdma-go/internal/cli"
 )
 
 func main() {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,15 @@ type Device struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
+
+	// poller is the link's non-waiting receive (nil when it has none).
+	// rxMu serializes reading it and processing what was read, so that
+	// the receive goroutine and Poll callers see datagrams in order;
+	// rx and rxBufs are the receive batch it guards.
+	poller link.Poller
+	rxMu   sync.Mutex
+	rx     []link.Datagram
+	rxBufs [][]byte
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -75,6 +85,15 @@ func Start(l link.Link, opts Options) *Device {
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent,
 	})
 	d.startGSI()
+	d.poller, _ = l.(link.Poller)
+	n := l.MaxBatch()
+	d.rx = make([]link.Datagram, n)
+	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
+	// writes to are never touched.
+	d.rxBufs = make([][]byte, n)
+	for i := range d.rxBufs {
+		d.rxBufs[i] = make([]byte, link.MaxDatagram)
+	}
 	d.wg.Add(1)
 	go d.receiveLoop()
 	return d
@@ -145,27 +164,21 @@ func (d *Device) Link() link.Link { return d.link }
 
 func (d *Device) receiveLoop() {
 	defer d.wg.Done()
-	n := d.link.MaxBatch()
-	batch := make([]link.Datagram, n)
-	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
-	// writes to are never touched.
-	bufs := make([][]byte, n)
-	for i := range bufs {
-		bufs[i] = make([]byte, link.MaxDatagram)
-	}
 	for {
-		for i := range batch {
-			batch[i].Buf = bufs[i]
-		}
-		got, err := d.link.Receive(batch)
-		if got > 0 {
-			if raceEnabled {
-				netSlot(d.Addr()).Load()
+		var got int
+		var err error
+		if d.poller != nil {
+			d.rxMu.Lock()
+			got, err = d.drainLocked()
+			d.rxMu.Unlock()
+			if got == 0 && err == nil {
+				err = d.poller.WaitReadable()
 			}
-			now := time.Now()
-			d.host.Receive(now, batch[:got])
-			if d.gsi != nil {
-				d.gsi.Poll(now)
+		} else {
+			d.resetRx()
+			got, err = d.link.Receive(d.rx)
+			if got > 0 {
+				d.process(got)
 			}
 		}
 		if err != nil {
@@ -175,6 +188,56 @@ func (d *Device) receiveLoop() {
 			return
 		}
 	}
+}
+
+func (d *Device) resetRx() {
+	for i := range d.rx {
+		d.rx[i].Buf = d.rxBufs[i]
+	}
+}
+
+// drainLocked reads what the link holds now, without waiting, and
+// processes it.
+func (d *Device) drainLocked() (int, error) {
+	d.resetRx()
+	got, err := d.poller.TryReceive(d.rx)
+	if got > 0 {
+		d.process(got)
+	}
+	return got, err
+}
+
+// pollOff is RDMA_GO_POLL=off.
+var pollOff = os.Getenv("RDMA_GO_POLL") == "off"
+
+// process hands the first got datagrams of d.rx to the engine.
+func (d *Device) process(got int) {
+	if raceEnabled {
+		netSlot(d.Addr()).Load()
+	}
+	now := time.Now()
+	d.host.Receive(now, d.rx[:got])
+	if d.gsi != nil {
+		d.gsi.Poll(now)
+	}
+}
+
+// Poll receives and processes what the device's link holds now, on the
+// calling goroutine, unless the device's receive goroutine is already at it.
+// It reports whether it processed anything. A goroutine that busy polls a
+// CQ calls it (through verbs.CQ.Poll) so that a completion can arrive
+// without a wake-up of the receive goroutine: on a loopback link the
+// datagram is already queued when the peer's send returns.
+//
+// The environment variable RDMA_GO_POLL=off turns it off: every packet is
+// then processed by the receive goroutine.
+func (d *Device) Poll() bool {
+	if d.poller == nil || pollOff || !d.rxMu.TryLock() {
+		return false
+	}
+	got, _ := d.drainLocked()
+	d.rxMu.Unlock()
+	return got > 0
 }
 
 // Close stops the receive loop and releases the link.
