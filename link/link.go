@@ -6,6 +6,7 @@ package link
 import (
 	"errors"
 	"net/netip"
+	"sync"
 )
 
 // RoCEPort is the IANA UDP destination port of RoCEv2.
@@ -62,14 +63,15 @@ type Link interface {
 }
 
 // Poller is implemented by links that can be read without waiting (UDP on
-// Linux). A device uses it to take its own lock before each read, so that
-// both its receive goroutine and a goroutine polling for completions can
-// drain the link, in order.
+// Linux). A device uses it to read under its own lock, so that both its
+// receive goroutine and a goroutine polling for completions can drain the
+// link and process what they read in order.
 type Poller interface {
 	// TryReceive is Receive that returns 0 at once when no datagram is
-	// queued, or when another receive is under way.
+	// queued, or when another TryReceive is under way.
 	TryReceive(batch []Datagram) (n int, err error)
-	// WaitReadable blocks until a datagram is queued, without reading it,
-	// or the link is closed.
-	WaitReadable() error
+	// ReceiveLocked is Receive that locks mu before each read of the
+	// link and unlocks it after a read that found nothing: it returns
+	// with mu held when n > 0, and without it otherwise.
+	ReceiveLocked(mu sync.Locker, batch []Datagram) (n int, err error)
 }

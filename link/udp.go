@@ -177,6 +177,7 @@ type UDP struct {
 
 	recvMu sync.Mutex
 	recv   recvState // OS-specific receive scratch space, guarded by recvMu
+	poll   pollState // TryReceive's (Linux)
 
 	sent, sendDrops, received, recvDrops atomic.Uint64
 	gsoSends, gsoSegs, coalesced         atomic.Uint64

@@ -90,15 +90,18 @@ func setSocketOptions(fd uintptr, o sockOpts, log *slog.Logger) (gso bool, err e
 
 // recvState is the preallocated scratch space of Receive.
 type recvState struct {
-	hs    []unix.Mmsghdr
-	iov   []unix.Iovec
-	names []unix.RawSockaddrInet6
-	ctl   [][ctlWords]uint64 // each message's control buffer (UDP_GRO), with GRO on
-	vlen  int
-	n     int
-	errno syscall.Errno
-	fn    func(fd uintptr) bool // bound u.recv.run, made once
-	tryFn func(fd uintptr)      // bound u.recv.try, made once
+	hs       []unix.Mmsghdr
+	iov      []unix.Iovec
+	names    []unix.RawSockaddrInet6
+	ctl      [][ctlWords]uint64 // each message's control buffer (UDP_GRO), with GRO on
+	vlen     int
+	n        int
+	errno    syscall.Errno
+	fn       func(fd uintptr) bool // bound run, made once
+	tryFn    func(fd uintptr)      // bound try, made once
+	lockedFn func(fd uintptr) bool // bound runLocked, made once
+	mu       sync.Locker           // ReceiveLocked's lock
+	locked   bool                  // runLocked returned with mu held
 }
 
 // ctlWords is the size in 8-byte words of the control buffer of one message:
@@ -114,6 +117,20 @@ func (r *recvState) init(n int, gro bool) {
 	}
 	r.fn = r.run
 	r.tryFn = r.try
+	r.lockedFn = r.runLocked
+}
+
+// runLocked is run with r.mu held for the read: it returns true, with r.mu
+// still held, when the read found datagrams or failed.
+func (r *recvState) runLocked(fd uintptr) bool {
+	r.mu.Lock()
+	r.try(fd)
+	if r.n > 0 || r.errno != 0 {
+		r.locked = true
+		return true
+	}
+	r.mu.Unlock()
+	return false
 }
 
 // try is called by RawConn.Control: one recvmmsg that does not wait.
@@ -175,62 +192,73 @@ func (r *recvState) run(fd uintptr) bool {
 
 var _ Poller = (*UDP)(nil)
 
+// pollState is the receive scratch space of TryReceive, separate from
+// Receive's so that a TryReceive need not wait for a blocked Receive.
+type pollState struct {
+	mu   sync.Mutex
+	once sync.Once
+	r    recvState
+}
+
 // TryReceive is Receive that never waits: it returns 0 at once when no
-// datagram is queued, or when another Receive or TryReceive is under way.
-// With WaitReadable it lets the caller take its own lock before reading,
-// so that datagrams read by different goroutines are processed in order.
+// datagram is queued, or when another TryReceive is under way.
 func (u *UDP) TryReceive(batch []Datagram) (int, error) {
 	if u.closed.Load() {
 		return 0, ErrClosed
 	}
-	if len(batch) == 0 || !u.recvMu.TryLock() {
+	p := &u.poll
+	if len(batch) == 0 || !p.mu.TryLock() {
 		return 0, nil
 	}
-	defer u.recvMu.Unlock()
-	n, err := u.tryReceive(batch)
-	if err != nil {
-		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
-			return 0, ErrClosed
-		}
-		return 0, fmt.Errorf("link: UDP %s: receive: %w", u.local, err)
-	}
-	return n, nil
+	defer p.mu.Unlock()
+	p.once.Do(func() { p.r.init(maxBatch, u.gro) })
+	n, err := u.receiveMode(&p.r, batch, modeTry)
+	return n, u.recvErr(err)
 }
 
-// WaitReadable blocks until a datagram is queued (it does not read it), the
-// read deadline passes or the link is closed.
-func (u *UDP) WaitReadable() error {
+// ReceiveLocked is Receive that locks mu before each read of the socket
+// and unlocks it after a read that found nothing: it returns with mu held
+// when n > 0, and without it otherwise. A caller that processes datagrams
+// under mu, also read by TryReceive under mu elsewhere, thus processes them
+// in the order they arrived.
+func (u *UDP) ReceiveLocked(mu sync.Locker, batch []Datagram) (int, error) {
 	if u.closed.Load() {
+		return 0, ErrClosed
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	u.recvMu.Lock()
+	defer u.recvMu.Unlock()
+	u.recv.mu = mu
+	n, err := u.receiveMode(&u.recv, batch, modeLocked)
+	u.recv.mu = nil
+	return n, u.recvErr(err)
+}
+
+func (u *UDP) recvErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if u.closed.Load() || errors.Is(err, net.ErrClosed) {
 		return ErrClosed
 	}
-	err := u.main.rc.Read(readable)
-	if err != nil {
-		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
-			return ErrClosed
-		}
-		return fmt.Errorf("link: UDP %s: %w", u.local, err)
-	}
-	return nil
+	return fmt.Errorf("link: UDP %s: receive: %w", u.local, err)
 }
 
 // receive is Receive under recvMu.
-func (u *UDP) receive(batch []Datagram) (int, error) { return u.receiveMode(batch, true) }
+func (u *UDP) receive(batch []Datagram) (int, error) { return u.receiveMode(&u.recv, batch, modeWait) }
 
-// tryReceive is TryReceive under recvMu.
-func (u *UDP) tryReceive(batch []Datagram) (int, error) { return u.receiveMode(batch, false) }
+// The ways receiveMode reads the socket.
+const (
+	modeWait   = iota // wait for a datagram (Receive)
+	modeTry           // return 0 if none is queued (TryReceive)
+	modeLocked        // wait, reading under r.mu (ReceiveLocked)
+)
 
-// readable reports whether a datagram is queued on fd; it is the check
-// WaitReadable makes each time the netpoller wakes it.
-func readable(fd uintptr) bool {
-	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(p, 0)
-	return err != nil || n > 0 // an error: let the caller's read report it
-}
-
-// receiveMode receives into batch, waiting for a datagram if wait is set;
-// without wait it returns 0 at once when none is queued.
-func (u *UDP) receiveMode(batch []Datagram, wait bool) (int, error) {
-	r := &u.recv
+// receiveMode receives into batch with r's scratch space, in one of the
+// modes above.
+func (u *UDP) receiveMode(r *recvState, batch []Datagram, mode int) (int, error) {
 	for {
 		n := min(len(batch), len(r.hs))
 		for i := 0; i < n; i++ {
@@ -256,20 +284,27 @@ func (u *UDP) receiveMode(batch []Datagram, wait bool) (int, error) {
 		}
 		r.vlen = n
 		var err error
-		if wait {
+		switch mode {
+		case modeWait:
 			err = u.main.rc.Read(r.fn)
-		} else {
+		case modeTry:
 			r.n, r.errno = 0, 0
 			err = u.main.rc.Control(r.tryFn)
+		case modeLocked:
+			err = u.main.rc.Read(r.lockedFn)
 		}
 		for i := 0; i < n; i++ {
 			r.iov[i].Base = nil // do not keep the caller's buffers alive
 		}
-		if err != nil {
-			return 0, err
+		if err == nil && r.errno != 0 {
+			err = os.NewSyscallError("recvmmsg", r.errno)
 		}
-		if r.errno != 0 {
-			return 0, os.NewSyscallError("recvmmsg", r.errno)
+		if err != nil {
+			if mode == modeLocked && r.locked {
+				r.locked = false
+				r.mu.Unlock()
+			}
+			return 0, err
 		}
 		k, segs := 0, 0
 		for i := 0; i < r.n; i++ {
@@ -296,9 +331,14 @@ func (u *UDP) receiveMode(batch []Datagram, wait bool) (int, error) {
 		}
 		if k > 0 {
 			u.received.Add(uint64(segs))
+			r.locked = false // the caller unlocks r.mu
 			return k, nil
 		}
-		if !wait && r.n == 0 {
+		if mode == modeLocked {
+			r.locked = false
+			r.mu.Unlock() // every datagram was truncated: wait again
+		}
+		if mode == modeTry && r.n == 0 {
 			return 0, nil
 		}
 	}

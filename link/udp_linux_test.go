@@ -826,3 +826,61 @@ func TestUDPGSO(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPPoller checks TryReceive (never waits) and ReceiveLocked (reads
+// under the caller's lock and returns with it held when it got datagrams).
+func TestUDPPoller(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	batch := make([]Datagram, 4)
+	reset := func() []Datagram {
+		for i := range batch {
+			batch[i].Buf = make([]byte, 2048)
+		}
+		return batch
+	}
+	if n, err := b.TryReceive(reset()); n != 0 || err != nil {
+		t.Fatalf("TryReceive on an empty socket = %d, %v", n, err)
+	}
+	if err := a.Send([]Datagram{{Buf: []byte("one"), Dst: b.LocalAddr()}, {Buf: []byte("two"), Dst: b.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.TryReceive(reset()); n != 2 || err != nil || string(batch[0].Buf) != "one" || string(batch[1].Buf) != "two" {
+		t.Fatalf("TryReceive = %d, %v", n, err)
+	}
+	var mu sync.Mutex
+	done := make(chan int)
+	go func() {
+		n, err := b.ReceiveLocked(&mu, reset())
+		if err != nil {
+			t.Error(err)
+		}
+		if mu.TryLock() {
+			t.Error("ReceiveLocked returned without the lock held")
+		} else {
+			mu.Unlock()
+		}
+		done <- n
+	}()
+	mu.Lock() // the receiver waits without holding mu
+	mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	if err := a.Send([]Datagram{{Buf: []byte("three"), Dst: b.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-done:
+		if n != 1 || string(batch[0].Buf) != "three" {
+			t.Fatalf("ReceiveLocked = %d, %q", n, batch[0].Buf)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("ReceiveLocked did not return")
+	}
+	b.Close()
+	if _, err := b.ReceiveLocked(&mu, reset()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ReceiveLocked after Close: %v", err)
+	}
+	if _, err := b.TryReceive(reset()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TryReceive after Close: %v", err)
+	}
+}

@@ -32,6 +32,9 @@ type recvState struct{ scratch []byte }
 
 func (r *recvState) init(int, bool) { r.scratch = make([]byte, 1<<16) }
 
+// pollState is empty: UDP is not a Poller here.
+type pollState struct{}
+
 // maxRecvErrors bounds the consecutive read errors one Receive call skips
 // (Windows, for one, reports an ICMP port unreachable as a read error)
 // before it returns the last one.

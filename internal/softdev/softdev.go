@@ -51,12 +51,17 @@ type Device struct {
 
 	// poller is the link's non-waiting receive (nil when it has none).
 	// rxMu serializes reading it and processing what was read, so that
-	// the receive goroutine and Poll callers see datagrams in order;
-	// rx and rxBufs are the receive batch it guards.
+	// the receive goroutine and Poll callers process datagrams in order.
+	// rx is the receive goroutine's batch and prx, guarded by rxMu, the
+	// one Poll reads into.
 	poller link.Poller
 	rxMu   sync.Mutex
-	rx     []link.Datagram
-	rxBufs [][]byte
+	rx     rxBatch
+	prx    rxBatch
+	// pollSkip counts Poll calls to skip; pollBackoff (guarded by rxMu)
+	// is how many the next empty attempt skips.
+	pollSkip    atomic.Int32
+	pollBackoff int32
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -86,13 +91,9 @@ func Start(l link.Link, opts Options) *Device {
 	})
 	d.startGSI()
 	d.poller, _ = l.(link.Poller)
-	n := l.MaxBatch()
-	d.rx = make([]link.Datagram, n)
-	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
-	// writes to are never touched.
-	d.rxBufs = make([][]byte, n)
-	for i := range d.rxBufs {
-		d.rxBufs[i] = make([]byte, link.MaxDatagram)
+	d.rx = newRxBatch(l.MaxBatch())
+	if d.poller != nil {
+		d.prx = newRxBatch(min(l.MaxBatch(), pollBatch))
 	}
 	d.wg.Add(1)
 	go d.receiveLoop()
@@ -168,17 +169,15 @@ func (d *Device) receiveLoop() {
 		var got int
 		var err error
 		if d.poller != nil {
-			d.rxMu.Lock()
-			got, err = d.drainLocked()
-			d.rxMu.Unlock()
-			if got == 0 && err == nil {
-				err = d.poller.WaitReadable()
+			got, err = d.poller.ReceiveLocked(&d.rxMu, d.rx.reset())
+			if got > 0 {
+				d.process(d.rx.d[:got])
+				d.rxMu.Unlock()
 			}
 		} else {
-			d.resetRx()
-			got, err = d.link.Receive(d.rx)
+			got, err = d.link.Receive(d.rx.reset())
 			if got > 0 {
-				d.process(got)
+				d.process(d.rx.d[:got])
 			}
 		}
 		if err != nil {
@@ -190,37 +189,57 @@ func (d *Device) receiveLoop() {
 	}
 }
 
-func (d *Device) resetRx() {
-	for i := range d.rx {
-		d.rx[i].Buf = d.rxBufs[i]
-	}
+// rxBatch is a receive batch with its buffers.
+type rxBatch struct {
+	d    []link.Datagram
+	bufs [][]byte
 }
 
-// drainLocked reads what the link holds now, without waiting, and
-// processes it.
+// pollBatch is the size of Poll's batch.
+const pollBatch = 16
+
+func newRxBatch(n int) rxBatch {
+	b := rxBatch{d: make([]link.Datagram, n), bufs: make([][]byte, n)}
+	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
+	// writes to are never touched.
+	for i := range b.bufs {
+		b.bufs[i] = make([]byte, link.MaxDatagram)
+	}
+	return b
+}
+
+// reset gives every datagram of b its buffer back and returns them.
+func (b *rxBatch) reset() []link.Datagram {
+	for i := range b.d {
+		b.d[i].Buf = b.bufs[i]
+	}
+	return b.d
+}
+
+// drainLocked reads what the link holds now into prx, without waiting,
+// and processes it.
 func (d *Device) drainLocked() (int, error) {
-	d.resetRx()
-	got, err := d.poller.TryReceive(d.rx)
+	got, err := d.poller.TryReceive(d.prx.reset())
 	if got > 0 {
-		d.process(got)
+		d.process(d.prx.d[:got])
 	}
 	return got, err
 }
 
-// pollOff is RDMA_GO_POLL=off.
-var pollOff = os.Getenv("RDMA_GO_POLL") == "off"
-
-// process hands the first got datagrams of d.rx to the engine.
-func (d *Device) process(got int) {
+// process hands received datagrams to the engine.
+func (d *Device) process(batch []link.Datagram) {
 	if raceEnabled {
 		netSlot(d.Addr()).Load()
 	}
 	now := time.Now()
-	d.host.Receive(now, d.rx[:got])
+	d.host.Receive(now, batch)
 	if d.gsi != nil {
 		d.gsi.Poll(now)
 	}
 }
+
+// pollOff is RDMA_GO_POLL=off.
+var pollOff = os.Getenv("RDMA_GO_POLL") == "off"
 
 // Poll receives and processes what the device's link holds now, on the
 // calling goroutine, unless the device's receive goroutine is already at it.
@@ -231,14 +250,35 @@ func (d *Device) process(got int) {
 //
 // The environment variable RDMA_GO_POLL=off turns it off: every packet is
 // then processed by the receive goroutine.
+//
+// Each empty attempt costs a system call, so after an attempt that finds
+// nothing Poll skips the next 1, 2, 4, ... 64 calls: a poller that waits
+// for a round trip still finds its reply at once, while one that polls a
+// busy stream leaves the work to the receive goroutine on another CPU.
 func (d *Device) Poll() bool {
-	if d.poller == nil || pollOff || !d.rxMu.TryLock() {
+	if d.poller == nil || pollOff {
+		return false
+	}
+	if d.pollSkip.Load() > 0 {
+		d.pollSkip.Add(-1)
+		return false
+	}
+	if !d.rxMu.TryLock() {
 		return false
 	}
 	got, _ := d.drainLocked()
+	if got > 0 {
+		d.pollBackoff = 0
+	} else {
+		d.pollBackoff = min(2*d.pollBackoff+1, maxPollBackoff)
+		d.pollSkip.Store(d.pollBackoff)
+	}
 	d.rxMu.Unlock()
 	return got > 0
 }
+
+// maxPollBackoff is the most Poll calls skipped after an empty attempt.
+const maxPollBackoff = 64
 
 // Close stops the receive loop and releases the link.
 func (d *Device) Close() error {
