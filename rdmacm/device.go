@@ -1,0 +1,164 @@
+package rdmacm
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/rdma-go/rdma-go/ibcm"
+	"github.com/rdma-go/rdma-go/internal/softdev"
+	"github.com/rdma-go/rdma-go/verbs"
+)
+
+// device is an RDMA device as the connection manager uses it: an open
+// verbs context shared by every id on the device, the device's CM, and the
+// service IDs listened on there. It stays open while ids use it.
+type device struct {
+	vdev *verbs.Device
+	ctx  *verbs.Context
+	cm   *ibcm.Manager
+	addr netip.Addr
+	mtu  verbs.MTU
+	refs int
+
+	pdOnce sync.Once
+	pd     *verbs.PD
+	pdErr  error
+
+	// services is guarded by devices.mu.
+	services map[uint64]*service
+}
+
+// service is a service ID listened on on one device, and the listening
+// ids behind it (one bound to the device's address and/or a wildcard).
+type service struct {
+	l   *ibcm.Listener
+	ids []*ID
+}
+
+var devices struct {
+	mu sync.Mutex
+	m  map[*verbs.Device]*device
+}
+
+// haveDevices reports ErrNoDevice when there is no RDMA device at all.
+func haveDevices() error {
+	ds, err := verbs.Devices()
+	if err != nil {
+		return fmt.Errorf("rdmacm: %w", err)
+	}
+	if len(ds) == 0 {
+		return ErrNoDevice
+	}
+	return nil
+}
+
+// acquire opens vd (or takes another reference to it).
+func acquire(vd *verbs.Device) (*device, error) {
+	devices.mu.Lock()
+	defer devices.mu.Unlock()
+	if devices.m == nil {
+		devices.m = make(map[*verbs.Device]*device)
+	}
+	if d := devices.m[vd]; d != nil {
+		d.refs++
+		return d, nil
+	}
+	ctx, err := vd.Open()
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	sd := softdev.Lookup(ctx.Addr())
+	if sd == nil || sd.GSI() == nil || sd.GSI().CM() == nil {
+		ctx.Close()
+		return nil, fmt.Errorf("rdmacm: device %s has no connection manager: %w", vd.Name(), ErrNoDevice)
+	}
+	pa, err := ctx.QueryPort(1)
+	if err != nil {
+		ctx.Close()
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	d := &device{vdev: vd, ctx: ctx, cm: sd.GSI().CM(), addr: ctx.Addr().Unmap(), mtu: pa.ActiveMTU, refs: 1,
+		services: make(map[uint64]*service)}
+	devices.m[vd] = d
+	return d, nil
+}
+
+// release drops a reference; the last one closes the context.
+func (d *device) release() {
+	devices.mu.Lock()
+	d.refs--
+	last := d.refs == 0
+	if last {
+		delete(devices.m, d.vdev)
+	}
+	devices.mu.Unlock()
+	if last {
+		if d.pd != nil {
+			d.pd.Dealloc()
+		}
+		d.ctx.Close()
+	}
+}
+
+// defaultPD returns the device's PD for ids given none (librdmacm's
+// per-device PD).
+func (d *device) defaultPD() (*verbs.PD, error) {
+	d.pdOnce.Do(func() { d.pd, d.pdErr = d.ctx.AllocPD() })
+	return d.pd, d.pdErr
+}
+
+// deviceFor returns the verbs device bound to a, or nil.
+func deviceFor(a netip.Addr) (*verbs.Device, error) {
+	a = a.Unmap()
+	ds, err := verbs.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	for _, d := range ds {
+		if d.Addr().Unmap() == a {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// deviceToward picks the device to reach dst from, as Linux's address
+// resolution does (route lookup, then the device owning the source
+// address): the device bound to the kernel's source address for dst; for a
+// loopback destination, any loopback device (those already open first);
+// for one of our own devices' addresses, that device.
+func deviceToward(dst netip.Addr) (*verbs.Device, error) {
+	dst = dst.Unmap()
+	if c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 9))); err == nil {
+		src := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		c.Close()
+		if d, err := deviceFor(src); d != nil || err != nil {
+			return d, err
+		}
+	}
+	ds, err := verbs.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	if dst.IsLoopback() {
+		var fallback *verbs.Device
+		for _, d := range ds {
+			a := d.Addr()
+			if a.IsValid() && a.Unmap().IsLoopback() && a.Is4() == dst.Is4() {
+				return d, nil
+			}
+			if !a.IsValid() && dst.Is4() && fallback == nil {
+				fallback = d // an automatic loopback device, not open yet
+			}
+		}
+		if fallback != nil {
+			return fallback, nil
+		}
+	}
+	if d, err := deviceFor(dst); d != nil || err != nil {
+		return d, err
+	}
+	return nil, fmt.Errorf("%w: no device reaches %s", ErrNoDevice, dst)
+}
