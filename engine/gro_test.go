@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/wire"
 )
 
 // A datagram the link coalesced (UDP GRO: Datagram.SegSize) is split back
@@ -39,4 +40,49 @@ func TestReceiveCoalesced(t *testing.T) {
 	if !bytes.Equal(p.memb[:n], p.mema[:n]) {
 		t.Fatal("message damaged")
 	}
+}
+
+// ReceivePolled leaves the coalesced ACK pending: it goes out with the
+// QP's next send, in the same flush, or at FlushAcks.
+func TestReceivePolledDefersAck(t *testing.T) {
+	p := newPair(t, allRemote)
+	p.recvB(50, p.mrb, 0, 64)
+	must(t, p.a.PostRecv(p.now, &RecvWR{ID: 60, SGL: p.sge(p.mra, 256, 64)}))
+	p.postA(SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8)})
+	reqs := p.la.q
+	p.la.q = nil
+	if !p.hb.ReceivePolled(p.now, reqs) {
+		t.Fatal("ReceivePolled reports no pending ACK")
+	}
+	if len(p.lb.q) != 0 {
+		t.Fatalf("B sent %d packets, want the ACK held back", len(p.lb.q))
+	}
+	checkWCs(t, "B recv", p.brq.take(), wc{50, StatusSuccess})
+	// B's reply carries the ACK in the same flush, after the SEND.
+	if err := p.b.PostSend(p.now, &SendWR{ID: 2, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mrb, 128, 8)}); err != nil {
+		t.Fatal(err)
+	}
+	var pk [2]wire.Packet
+	if len(p.lb.q) != 2 || pk[0].Parse(p.lb.q[0].Buf) != nil || pk[1].Parse(p.lb.q[1].Buf) != nil ||
+		pk[0].Op != wire.RCSendOnly || pk[1].Op != wire.RCAck {
+		t.Fatalf("B sent %d packets, want SEND then ACK", len(p.lb.q))
+	}
+	p.run(time.Second)
+	checkWCs(t, "A send", p.acq.take(), wc{1, StatusSuccess})
+	checkWCs(t, "B send", p.bcq.take(), wc{2, StatusSuccess})
+
+	// Without a send, FlushAcks sends it.
+	p.postA(SendWR{ID: 3, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8)})
+	reqs = p.la.q
+	p.la.q = nil
+	p.hb.ReceivePolled(p.now, reqs)
+	if len(p.lb.q) != 0 {
+		t.Fatalf("B sent %d packets, want the ACK held back", len(p.lb.q))
+	}
+	p.hb.FlushAcks()
+	if len(p.lb.q) != 1 || pk[0].Parse(p.lb.q[0].Buf) != nil || pk[0].Op != wire.RCAck {
+		t.Fatalf("FlushAcks sent %d packets, want one ACK", len(p.lb.q))
+	}
+	p.run(time.Second)
+	checkWCs(t, "A send", p.acq.take(), wc{3, StatusSuccess})
 }

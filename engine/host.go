@@ -173,6 +173,44 @@ func (h *Host) sourcePort(want uint16) uint16 {
 // malformed, misaddressed and corrupted packets, hands the rest to their QPs,
 // and sends the answers. Only one goroutine may call Receive at a time.
 func (h *Host) Receive(now time.Time, batch []link.Datagram) {
+	h.receive(now, batch, false)
+}
+
+// ReceivePolled is Receive for a caller that polls for completions and
+// comes back soon: the coalesced ACKs owed for what it received stay
+// pending, to go out in the same send as the next packets of their QP
+// (PostSend), or at the next Receive or FlushAcks, whichever comes first. A
+// ping-pong thus sends each ACK with the reply instead of on its own. It
+// reports whether ACKs are pending. It is called as Receive is.
+func (h *Host) ReceivePolled(now time.Time, batch []link.Datagram) (acksPending bool) {
+	h.receive(now, batch, true)
+	return len(h.pending) > 0
+}
+
+// FlushAcks sends the ACKs ReceivePolled left pending. Only the goroutine
+// that may call Receive may call it.
+func (h *Host) FlushAcks() {
+	if len(h.pending) == 0 {
+		return
+	}
+	if h.rxTx == nil {
+		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
+	}
+	h.flushAcks(h.rxTx)
+	h.flush(h.rxTx)
+}
+
+func (h *Host) flushAcks(tx *txBatch) {
+	for _, qp := range h.pending {
+		qp.mu.Lock()
+		qp.flushDeferredAck(tx)
+		qp.mu.Unlock()
+	}
+	clear(h.pending)
+	h.pending = h.pending[:0]
+}
+
+func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 	if h.rxTx == nil {
 		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
 	}
@@ -192,13 +230,9 @@ func (h *Host) Receive(now time.Time, batch []link.Datagram) {
 			b = b[n:]
 		}
 	}
-	for _, qp := range h.pending {
-		qp.mu.Lock()
-		qp.flushDeferredAck(tx)
-		qp.mu.Unlock()
+	if !deferAcks {
+		h.flushAcks(tx)
 	}
-	clear(h.pending)
-	h.pending = h.pending[:0]
 	h.flush(tx)
 }
 

@@ -114,6 +114,11 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 	qp.req.progress(qp, now, tx)
 	qp.settle(now, tx)
 	qp.noteDeadline()
+	if qp.rsp.ackPending {
+		// An ACK that Host.ReceivePolled left pending goes out with
+		// the new packets, in the same send (often one GSO send).
+		qp.flushDeferredAck(tx)
+	}
 	qp.host.flush(tx)
 	return n, err
 }

@@ -140,6 +140,7 @@ func (cq *CQ) Wait(ctx context.Context) error {
 		if n > 0 {
 			return nil
 		}
+		cq.ctx.run.FlushAcks() // ACKs that Poll left pending
 		select {
 		case <-cq.nonEmpty:
 		case <-ctx.Done():
@@ -244,6 +245,12 @@ func (ch *CompChannel) post(cq *CQ) {
 // GetEvent blocks until a CQ attached to the channel has an event, or ctx
 // is done (ibv_get_cq_event). Acknowledge each event with CQ.AckEvents.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
+	select {
+	case cq := <-ch.events:
+		return cq, nil
+	default:
+	}
+	ch.ctx.run.FlushAcks() // ACKs that CQ.Poll left pending
 	select {
 	case cq := <-ch.events:
 		return cq, nil

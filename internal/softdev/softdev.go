@@ -62,6 +62,11 @@ type Device struct {
 	// is how many the next empty attempt skips.
 	pollSkip    atomic.Int32
 	pollBackoff int32
+	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
+	// none are; flusherKick wakes ackFlusher when flusherIdle.
+	acksSince   atomic.Int64
+	flusherIdle atomic.Bool
+	flusherKick chan struct{}
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -97,6 +102,12 @@ func Start(l link.Link, opts Options) *Device {
 	}
 	d.wg.Add(1)
 	go d.receiveLoop()
+	if d.poller != nil {
+		d.flusherKick = make(chan struct{}, 1)
+		d.flusherIdle.Store(true)
+		d.wg.Add(1)
+		go d.ackFlusher()
+	}
 	return d
 }
 
@@ -221,9 +232,90 @@ func (b *rxBatch) reset() []link.Datagram {
 func (d *Device) drainLocked() (int, error) {
 	got, err := d.poller.TryReceive(d.prx.reset())
 	if got > 0 {
-		d.process(d.prx.d[:got])
+		if raceEnabled {
+			netSlot(d.Addr()).Load()
+		}
+		now := time.Now()
+		if d.host.ReceivePolled(now, d.prx.d[:got]) {
+			d.deferAcks()
+		}
+		if d.gsi != nil {
+			d.gsi.Poll(now)
+		}
 	}
 	return got, err
+}
+
+// ACKs left pending by Poll (engine.Host.ReceivePolled) go out with the
+// poller's next send on their QP, at its next Poll, when it blocks (verbs
+// calls FlushAcks), when the receive goroutine next processes a batch, or
+// at the latest after about ackDelay, from the ackFlusher goroutine.
+const ackDelay = 200 * time.Microsecond
+
+// deferAcks records, under rxMu, that ACKs are pending, and starts the
+// flusher if it is not running.
+func (d *Device) deferAcks() {
+	d.acksSince.CompareAndSwap(0, time.Now().UnixNano())
+	if d.flusherIdle.CompareAndSwap(true, false) {
+		select {
+		case d.flusherKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// FlushAcks sends the ACKs that Poll left pending. The verbs layer calls it
+// before a poller blocks.
+func (d *Device) FlushAcks() {
+	if d.acksSince.Load() == 0 {
+		return
+	}
+	d.rxMu.Lock()
+	d.flushAcksLocked()
+	d.rxMu.Unlock()
+}
+
+func (d *Device) flushAcksLocked() {
+	if d.acksSince.Load() != 0 {
+		d.acksSince.Store(0)
+		d.host.FlushAcks()
+	}
+}
+
+// ackFlusher sends ACKs that have been pending for ackDelay. While Poll
+// keeps deferring ACKs it wakes every millisecond or so (a timer, not a
+// wake-up per packet); after 10 ms without any it sleeps until kicked.
+func (d *Device) ackFlusher() {
+	defer d.wg.Done()
+	idle := 0
+	for {
+		if idle > 10 {
+			d.flusherIdle.Store(true)
+			if d.acksSince.Load() == 0 {
+				select {
+				case <-d.flusherKick:
+				case <-d.done:
+					return
+				}
+			}
+			d.flusherIdle.Store(false)
+			idle = 0
+		}
+		select {
+		case <-time.After(ackDelay):
+		case <-d.done:
+			return
+		}
+		since := d.acksSince.Load()
+		if since == 0 {
+			idle++
+			continue
+		}
+		idle = 0
+		if time.Now().UnixNano()-since >= int64(ackDelay) {
+			d.FlushAcks()
+		}
+	}
 }
 
 // process hands received datagrams to the engine.
@@ -232,6 +324,7 @@ func (d *Device) process(batch []link.Datagram) {
 		netSlot(d.Addr()).Load()
 	}
 	now := time.Now()
+	d.acksSince.Store(0) // Receive sends those Poll left pending too
 	d.host.Receive(now, batch)
 	if d.gsi != nil {
 		d.gsi.Poll(now)
@@ -259,13 +352,14 @@ func (d *Device) Poll() bool {
 	if d.poller == nil || pollOff {
 		return false
 	}
-	if d.pollSkip.Load() > 0 {
+	if d.pollSkip.Load() > 0 && d.acksSince.Load() == 0 {
 		d.pollSkip.Add(-1)
 		return false
 	}
 	if !d.rxMu.TryLock() {
 		return false
 	}
+	d.flushAcksLocked()
 	got, _ := d.drainLocked()
 	if got > 0 {
 		d.pollBackoff = 0
