@@ -527,13 +527,21 @@ func randPSN() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & 0xFFFFFF
 }
 
+// defaultParam is what librdmacm sends for a nil rdma_conn_param: as many
+// RDMA READs and atomics as the device allows, retry and RNR retry 7.
+func defaultParam() *ConnParam {
+	return &ConnParam{ResponderResources: MaxRespRes, InitiatorDepth: MaxRespRes, RetryCount: 7, RNRRetryCount: 7}
+}
+
 // Connect starts connecting (rdma_connect): a REQ for an RC id, a SIDR_REQ
 // for a UD id, after ResolveRoute. param.PrivateData is at most 56 bytes
-// (180 for UD). ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_ERROR
-// follows; a synchronous id waits for it.
+// (180 for UD); a nil param asks for as many RDMA READs and atomics as
+// the device allows and retry counts 7, as librdmacm. ESTABLISHED,
+// REJECTED, UNREACHABLE or CONNECT_ERROR follows; a synchronous id waits
+// for it.
 func (id *ID) Connect(ctx context.Context, param *ConnParam) error {
 	if param == nil {
-		param = &ConnParam{}
+		param = defaultParam()
 	}
 	id.mu.Lock()
 	if id.destroyed {
@@ -959,7 +967,7 @@ func (id *ID) ahAttrLocked() verbs.AHAttr {
 // came as CONNECT_RESPONSE it sends the RTU instead (as rdma_establish).
 func (id *ID) Accept(ctx context.Context, param *ConnParam) error {
 	if param == nil {
-		param = &ConnParam{ResponderResources: MaxRespRes, InitiatorDepth: MaxRespRes}
+		param = defaultParam()
 	}
 	id.mu.Lock()
 	if id.destroyed {
