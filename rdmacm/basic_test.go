@@ -194,3 +194,5 @@ func TestNoListener(t *testing.T) {
 		t.Fatalf("synchronous connect: %v", err)
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
