@@ -218,9 +218,12 @@ func rtu(f *fixture) mad.MAD {
 
 // inputs are applied to a fixture; user calls return their error.
 var inputs = map[string]func(f *fixture, o *output) error{
-	"REP":       func(f *fixture, o *output) error { f.c.onREP(t0, peerREP(), f.from(), o); return nil },
-	"RTU":       func(f *fixture, o *output) error { f.c.onRTU(rtu(f), f.from(), o); return nil },
-	"REJ":       func(f *fixture, o *output) error { f.c.onREJ(t0, rej(f, mad.RejConsumerDefined), f.from(), o); return nil },
+	"REP": func(f *fixture, o *output) error { f.c.onREP(t0, peerREP(), f.from(), o); return nil },
+	"RTU": func(f *fixture, o *output) error { f.c.onRTU(rtu(f), f.from(), o); return nil },
+	"REJ": func(f *fixture, o *output) error {
+		f.c.onREJ(t0, rej(f, mad.RejConsumerDefined), f.from(), o)
+		return nil
+	},
 	"REJ_STALE": func(f *fixture, o *output) error { f.c.onREJ(t0, rej(f, mad.RejStaleConn), f.from(), o); return nil },
 	"MRA_REQ":   func(f *fixture, o *output) error { f.c.onMRA(t0, mra(f, mad.MsgREQ), f.from(), o); return nil },
 	"MRA_REP":   func(f *fixture, o *output) error { f.c.onMRA(t0, mra(f, mad.MsgREP), f.from(), o); return nil },

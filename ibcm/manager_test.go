@@ -186,7 +186,9 @@ func TestNoListener(t *testing.T) {
 // TestReject: the passive user refuses with private data.
 func TestReject(t *testing.T) {
 	w := newWorld(t, memlink.Faults{})
-	w.serve(func(c *ibcm.Conn, ev *ibcm.Event) error { return c.Reject(mad.RejConsumerDefined, nil, []byte("go away")) })
+	w.serve(func(c *ibcm.Conn, ev *ibcm.Event) error {
+		return c.Reject(mad.RejConsumerDefined, nil, []byte("go away"))
+	})
 	var rej mad.REJ
 	w.a.Port.CM().Connect(params(0x11), w.record("A", func(c *ibcm.Conn, ev *ibcm.Event) error {
 		rej = mad.REJ(ev.MAD)
