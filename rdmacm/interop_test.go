@@ -506,3 +506,133 @@ func TestInteropRejected(t *testing.T) {
 		t.Fatal("the VM's rping was not rejected with reason 8")
 	}
 }
+
+// ucmatoseNode is one connection's buffers for the cmatose exchange:
+// message_count (10) SENDs of message_size (100) bytes each way.
+type ucmatoseNode struct {
+	c   *rdmacm.Conn
+	mem []byte
+	mr  *verbs.MR
+}
+
+func newUcmatoseNode(t *testing.T, c *rdmacm.Conn) *ucmatoseNode {
+	n := &ucmatoseNode{c: c, mem: make([]byte, 100)}
+	var err error
+	n.mr, err = c.PD().RegMR(n.mem, verbs.AccessLocalWrite)
+	must(t, err)
+	return n
+}
+
+func (n *ucmatoseNode) recvs(t *testing.T) {
+	for range 10 {
+		must(t, n.c.QP().PostRecv(verbs.RecvWR{ID: 1, SGL: []verbs.SGE{n.mr.SGE(0, 100)}}))
+	}
+}
+
+func (n *ucmatoseNode) sends(t *testing.T) {
+	for range 10 {
+		must(t, n.c.QP().PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{n.mr.SGE(0, 100)}}))
+	}
+	for range 10 {
+		if wc := waitWC(t, n.c.SendCQ()); wc.Status != verbs.WCSuccess {
+			t.Fatalf("send: %v", wc.Status)
+		}
+	}
+}
+
+func (n *ucmatoseNode) received(t *testing.T) {
+	for range 10 {
+		if wc := waitWC(t, n.c.RecvCQ()); wc.Status != verbs.WCSuccess || wc.ByteLen != 100 {
+			t.Fatalf("receive: %v %d", wc.Status, wc.ByteLen)
+		}
+	}
+}
+
+// TestInteropUcmatoseClient: five connections at once from this process to
+// the VM's `ucmatose -b 198.51.100.2 -c 5`, ten messages each way on each,
+// then the server disconnects them all.
+func TestInteropUcmatoseClient(t *testing.T) {
+	dir := lab(t)
+	vmRun(t, dir, 5, "pkill -x ucmatose")
+	type res struct {
+		out string
+		err error
+	}
+	vm := make(chan res, 1)
+	go func() {
+		out, err := vmRun(t, dir, 60, "ucmatose -b 198.51.100.2 -c 5")
+		vm <- res{out, err}
+	}()
+	time.Sleep(2 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var nodes []*ucmatoseNode
+	for range 5 {
+		c, err := rdmacm.Dial(ctx, netip.AddrPortFrom(labVM, 7471).String(), &rdmacm.Options{Source: labHost,
+			ResponderResources: 1, InitiatorDepth: 1, RetryCount: 5, Cap: verbs.QPCap{MaxSendWR: 10, MaxRecvWR: 10}})
+		must(t, err)
+		defer c.Close()
+		n := newUcmatoseNode(t, c)
+		n.recvs(t) // the server retries on RNR until these are up
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.received(t)
+		n.sends(t)
+	}
+	for _, n := range nodes {
+		select {
+		case <-n.c.Done():
+		case <-ctx.Done():
+			t.Fatal("the server did not disconnect")
+		}
+	}
+	r := <-vm
+	t.Logf("VM ucmatose server (%v):\n%s", r.err, r.out)
+	if r.err != nil || !strings.Contains(r.out, "return status 0") {
+		t.Fatal("ucmatose server failed")
+	}
+}
+
+// TestInteropUcmatoseServer: the VM's `ucmatose -s 198.51.100.1 -c 5`
+// opens five connections to this process, which sends ten messages on
+// each, takes ten replies, and disconnects them.
+func TestInteropUcmatoseServer(t *testing.T) {
+	dir := lab(t)
+	l, err := rdmacm.Listen(netip.AddrPortFrom(labHost, 7471).String(), &rdmacm.Options{Cap: verbs.QPCap{MaxSendWR: 10, MaxRecvWR: 10}})
+	must(t, err)
+	defer l.Close()
+	type res struct {
+		out string
+		err error
+	}
+	vm := make(chan res, 1)
+	go func() {
+		out, err := vmRun(t, dir, 60, "ucmatose -s 198.51.100.1 -c 5")
+		vm <- res{out, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var nodes []*ucmatoseNode
+	for range 5 {
+		c, err := l.Accept(ctx)
+		must(t, err)
+		n := newUcmatoseNode(t, c)
+		n.recvs(t)
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.sends(t)
+	}
+	for _, n := range nodes {
+		n.received(t)
+	}
+	for _, n := range nodes {
+		must(t, n.c.Close())
+	}
+	r := <-vm
+	t.Logf("VM ucmatose client (%v):\n%s", r.err, r.out)
+	if r.err != nil || !strings.Contains(r.out, "return status 0") {
+		t.Fatal("ucmatose client failed")
+	}
+}
