@@ -156,8 +156,11 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 		return ErrTooManySGE
 	}
 	w := qp.sq.push()
-	w.wr = *wr
-	w.wr.SGL = nil
+	// Field by field, leaving out the SGL (resolved into w.segs below) and
+	// the pointers (copied into w): *wr does not escape, so a caller's
+	// SGL literal can stay on its stack.
+	w.wr = SendWR{ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
 	if wr.AV != nil {
 		w.av = *wr.AV
 		w.wr.AV = &w.av

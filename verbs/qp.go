@@ -33,8 +33,7 @@ type QP struct {
 	attr      QPAttr     // last attributes set by Modify
 	destroyed bool
 
-	postMu  sync.Mutex
-	scratch []engine.SendWR
+	postMu sync.Mutex
 }
 
 // CreateQP creates an RC or UC queue pair in RESET (ibv_create_qp). The
@@ -308,46 +307,65 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	if qp.destroyed {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
-	s := qp.scratch[:0]
+	// The engine's work requests are built in a stack buffer and posted
+	// postChunk at a time: nothing here keeps a pointer to the caller's
+	// SGLs, so a PostSend with an SGL literal does not allocate.
+	var buf [postChunk]engine.SendWR
+	var avs [postChunk]engine.AV // UD address vectors, copied too
+	n, first := 0, 0             // buf[:n] holds wrs[first:first+n]
 	for i := range wrs {
 		wr := &wrs[i]
 		if err := qp.checkSendWR(wr); err != nil {
-			if len(s) > 0 {
-				if n, err2 := qp.eqp.PostSendList(time.Now(), s); err2 != nil {
-					return &PostError{Index: n, Err: postErr(err2)}
+			if n > 0 {
+				if err2 := qp.postEngine(buf[:n], first); err2 != nil {
+					return err2
 				}
 			}
-			qp.scratch = s[:0]
 			return &PostError{Index: i, Err: err}
+		}
+		if n == postChunk {
+			if err := qp.postEngine(buf[:n], first); err != nil {
+				return err
+			}
+			n, first = 0, i
 		}
 		imm := wr.ImmData
 		if wr.Opcode == WRSendWithInv || wr.Opcode == WRLocalInv {
 			imm = wr.InvalidateRKey
 		}
-		ew := engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
+		buf[n] = engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
 			SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
 			CompareAdd: wr.CompareAdd, Swap: wr.Swap}
 		if wr.AH != nil {
 			// The engine copies the AV and the bind at post time.
-			ew.AV, ew.RemoteQPN, ew.RemoteQKey = &wr.AH.av, wr.RemoteQPN, wr.RemoteQKey
+			avs[n] = wr.AH.av
+			buf[n].AV, buf[n].RemoteQPN, buf[n].RemoteQKey = &avs[n], wr.RemoteQPN, wr.RemoteQKey
 		}
 		if wr.Opcode == WRBindMW {
-			ew.Bind = &engine.Bind{MW: wr.BindMW.e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
+			b := &engine.Bind{MW: wr.BindMW.e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
 				Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
 			if wr.BindInfo.MR != nil {
-				ew.Bind.MR = wr.BindInfo.MR.mr
+				b.MR = wr.BindInfo.MR.mr
 			}
+			buf[n].Bind = b
 		}
-		s = append(s, ew)
+		n++
 	}
+	return qp.postEngine(buf[:n], first)
+}
+
+// postEngine posts s, which holds wrs[first:first+len(s)], to the engine.
+func (qp *QP) postEngine(s []engine.SendWR, first int) error {
 	n, err := qp.eqp.PostSendList(time.Now(), s)
 	clear(s)
-	qp.scratch = s[:0]
 	if err != nil {
-		return &PostError{Index: n, Err: postErr(err)}
+		return &PostError{Index: first + n, Err: postErr(err)}
 	}
 	return nil
 }
+
+// postChunk is the most work requests PostSend hands the engine at once.
+const postChunk = 32
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	t := qp.init.Type
