@@ -831,7 +831,7 @@ func (d *device) onRequest(c *ibcm.Conn, ev *ibcm.Event) error {
 	}
 	lid.pending++
 	nid := &ID{user: lid.user, ps: lid.ps, qpType: lid.qpType, ch: lid.ch, sink: lid.sink, sync: lid.sync,
-		qkey: UDPQKey, state: stConnect, dev: d, parent: lid, conn: c, tos: lid.tos, minRNR: lid.minRNR,
+		qkey: UDPQKey, state: stConnect, dev: d, parent: lid, conn: c, tos: lid.tos, minRNR: lid.minRNR, psn: randPSN(),
 		cmTimeout: lid.cmTimeout, cmRetries: lid.cmRetries, pd: lid.pd,
 		src: netip.AddrPortFrom(dst.Unmap(), uint16(sid)), dst: netip.AddrPortFrom(h.SrcAddr().Unmap(), h.Port())}
 	if lid.sync {
@@ -1009,7 +1009,8 @@ func (id *ID) Accept(ctx context.Context, param *ConnParam) error {
 	if id.initDepth == MaxRespRes {
 		id.initDepth = min(req.ResponderResources(), maxRDAtomic)
 	}
-	id.psn = randPSN()
+	// id.psn was drawn with the request, so that InitQPAttr could give
+	// an application's own QP its RTR and RTS attributes before Accept.
 	qpn := param.QPNum
 	if id.qp != nil {
 		qpn = id.qp.QPN()
@@ -1032,7 +1033,9 @@ func (id *ID) Accept(ctx context.Context, param *ConnParam) error {
 }
 
 // Establish completes an active connection whose REP was reported as
-// CONNECT_RESPONSE (rdma_establish): it sends the RTU; ESTABLISHED follows.
+// CONNECT_RESPONSE (rdma_establish): it sends the RTU. As with librdmacm
+// and the kernel (rdma_accept on the active side), no ESTABLISHED event
+// follows: the caller already knows.
 func (id *ID) Establish() error {
 	id.mu.Lock()
 	if id.destroyed || id.conn == nil || id.parent != nil || id.state != stConnect {
@@ -1045,7 +1048,6 @@ func (id *ID) Establish() error {
 	if err != nil {
 		return fmt.Errorf("rdmacm: establish: %w", err)
 	}
-	id.post(&Event{ID: id, Type: EventEstablished})
 	return nil
 }
 

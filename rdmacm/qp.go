@@ -175,10 +175,20 @@ func (id *ID) qpAttrsLocked(state verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask
 		return a, 0, fmt.Errorf("rdmacm: no connection yet: %w", ErrInvalid)
 	}
 	req, rep := mad.REQ(id.conn.REQ()), mad.REP(id.conn.REP())
+	passive := id.parent != nil
+	if passive && req != nil && rep == nil {
+		// Before Accept (rping -q moves its own QP first, as the kernel
+		// allows in REQ_RCVD): the REP's PSN is the one drawn with the
+		// request, its depths those the REQ asks for.
+		rep = mad.REP(mad.NewCM(mad.AttrREP, 0))
+		rep.SetStartingPSN(id.psn)
+		rep.SetResponderResources(min(req.InitiatorDepth(), maxRDAtomic))
+		rep.SetInitiatorDepth(min(req.ResponderResources(), maxRDAtomic))
+		return id.passiveAttrs(state, req, rep)
+	}
 	if req == nil || rep == nil {
 		return a, 0, fmt.Errorf("rdmacm: the REQ and REP are not both known yet: %w", ErrInvalid)
 	}
-	passive := id.parent != nil
 	if state == verbs.QPStateRTR {
 		a.PathMTU = verbs.MTU(req.PathMTU())
 		a.AH = id.ahAttrLocked()
