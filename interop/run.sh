@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# interop/run.sh: rdma-go's rdma-core-compatible tools against Linux Soft-RoCE
+# (the kernel's rdma_rxe and Debian's rdma-core 44 tools) in the lab VM of
+# interop/lab/.
+#
+#   bash interop/run.sh [--down] [--capture] [--only RE] [-n ITERS]
+#
+#   --down      stop the VM (lab vm-down.sh) at the end; default: leave it up
+#   --capture   tcpdump every pingpong run into the log directory (.pcap)
+#   -n ITERS    iterations per pingpong run (default 100, at least 100)
+#   --only RE   run only the checks whose id matches the extended regexp RE
+#               (ids: devinfo, devinfo-v, KIND-sSIZE-rdmagoserver,
+#               KIND-sSIZE-rxeserver, e.g. 'srq-s65536-rxe'); for debugging
+#
+# For ibv_{rc,uc,ud,srq}_pingpong and three message sizes each, both
+# directions (rdma-go server + rxe client, rxe server + rdma-go client): both
+# sides must exit 0 and print their "N iters in ... usec/iter" line. Then
+# ibv_devinfo and ibv_devinfo -v of both stacks must list the same field
+# names in the same order. Prints a summary table; exit status 1 if any check
+# failed.
+#
+# Needs root (network namespace, tap, qemu). Where the lab cannot be set up
+# (not root, the host packages cannot be installed, no network namespaces, the
+# VM does not boot in time) it prints "interop: SKIP: <reason>" and exits 0.
+# All host-side test programs run inside the lab's network namespace.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+LAB=$HERE/lab
+
+DOWN=0 CAPTURE=0 ITERS=100 ONLY=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--down) DOWN=1 ;;
+	--capture) CAPTURE=1 ;;
+	--only)
+		[ $# -ge 2 ] || { echo "interop: --only needs a pattern" >&2; exit 2; }
+		ONLY=$2
+		shift
+		;;
+	-n)
+		[ $# -ge 2 ] && [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 100 ] || { echo "interop: -n needs a number >= 100" >&2; exit 2; }
+		ITERS=$2
+		shift
+		;;
+	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	*) echo "interop: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+T_START=$(date +%s.%N)
+say() { printf 'interop: %s\n' "$*"; }
+skip() { say "SKIP: $*"; exit 0; }
+secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+[ "$(id -u)" = 0 ] || skip "must run as root (network namespace, tap device, qemu)"
+[ -f "$LAB/lib.sh" ] || { say "ERROR: lab not found at $LAB"; exit 1; }
+# shellcheck source=lab/lib.sh
+source "$LAB/lib.sh"
+
+export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH:/usr/sbin:/sbin"
+command -v go >/dev/null 2>&1 || { say "ERROR: Go toolchain not found (expected in PATH or /usr/local/go)"; exit 1; }
+
+# One suite at a time per machine: the lab (VM, namespace, 198.51.100.1:4791)
+# is shared. Lock file descriptor 7 is closed for the lab scripts so that the
+# daemonized qemu does not inherit the lock.
+mkdir -p "$RXE_VM_DIR"
+exec 7>"$RXE_VM_DIR/.interop-suite.lock"
+flock -w 1800 7 || { say "ERROR: another interop/run.sh holds $RXE_VM_DIR/.interop-suite.lock"; exit 1; }
+
+LOGDIR=$RXE_VM_DIR/interop-suite
+rm -rf "$LOGDIR"
+mkdir -p "$LOGDIR"
+BIN=$(mktemp -d /tmp/rdma-go-interop.XXXXXX)
+
+# ------------------------------------------------------------------ cleanup
+BG_PIDS=()       # host-side background processes of the current run (ours)
+VM_JOB=          # VM-side background server of the current run (file prefix in the VM)
+cleanup() {
+	local p
+	for p in "${BG_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	BG_PIDS=()
+	if [ -n "$VM_JOB" ]; then
+		"$LAB/vm-run.sh" -t 15 "p=\$(cat $VM_JOB.pid 2>/dev/null) && kill -KILL -- -\$p 2>/dev/null; true" >/dev/null 2>&1 7>&- || true
+		VM_JOB=
+	fi
+}
+on_exit() {
+	local rc=$?
+	cleanup
+	rm -rf "$BIN"
+	if [ -n "${ADDED_IP:-}" ]; then ip -n "$RXE_NETNS" addr del "$ADDED_IP/$RXE_PREFIX" dev "$RXE_TAP" 2>/dev/null || true; fi
+	if [ $DOWN = 1 ]; then "$LAB/vm-down.sh" 7>&- || rc=1; fi
+	exit $rc
+}
+trap on_exit EXIT
+trap 'say "interrupted"; exit 130' INT TERM
+
+# ------------------------------------------------------------------ build
+T0=$(date +%s.%N)
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/...) || { say "ERROR: go build ./cmd/... failed"; exit 1; }
+say "built rdma-go tools (static, CGO_ENABLED=0) in $(secs "$T0")s: $(cd "$BIN" && echo *)"
+
+# ------------------------------------------------------------------ lab
+# Host packages (qemu-system-x86, debootstrap, tcpdump, tshark, ...): the
+# lab's own installer. A die() there exits only the subshell.
+(ensure_host_tools) >"$LOGDIR/host-tools.log" 2>&1 ||
+	skip "cannot install the lab's host packages: $(grep -m1 ERROR "$LOGDIR/host-tools.log" || tail -n1 "$LOGDIR/host-tools.log")"
+command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "qemu-system-x86_64 not available"
+ip netns list >/dev/null 2>&1 || skip "network namespaces not available (ip netns list failed)"
+if [ -e /dev/kvm ]; then KVM_NOTE="/dev/kvm present"; else KVM_NOTE="no /dev/kvm"; fi
+
+WAS_UP=0
+qemu_pid >/dev/null && WAS_UP=1
+T0=$(date +%s.%N)
+# Build (debootstrap, ~2 min from scratch) + boot (RXE_BOOT_TIMEOUT).
+if ! timeout $((600 + RXE_BOOT_TIMEOUT)) "$LAB/vm-up.sh" >"$LOGDIR/vm-up.log" 2>&1 7>&-; then
+	reason=$(grep -m1 'ERROR' "$LOGDIR/vm-up.log" | sed 's/^\[[^]]*\] ERROR: //' || true)
+	[ -n "$reason" ] || reason="vm-up.sh failed or timed out: $(tail -n1 "$LOGDIR/vm-up.log")"
+	tail -n 20 "$LOGDIR/vm-up.log" | sed 's/^/  vm-up| /'
+	# Leave nothing half-started behind.
+	if [ $WAS_UP = 0 ]; then
+		"$LAB/vm-down.sh" >/dev/null 2>&1 7>&- || true
+		reason+="; stopped it again with vm-down.sh"
+	fi
+	skip "the lab VM did not come up: $reason (log: $LOGDIR/vm-up.log)"
+fi
+VM_UP_S=$(secs "$T0")
+if [ $WAS_UP = 1 ]; then
+	say "VM was already up (vm-up.sh ${VM_UP_S}s)"
+else
+	say "VM up after ${VM_UP_S}s (build+boot; boot $(cat "$RXE_RUN_DIR/boot.seconds" 2>/dev/null)s, accel $(cat "$RXE_RUN_DIR/accel" 2>/dev/null), $KVM_NOTE)"
+fi
+
+NS=(ip netns exec "$RXE_NETNS")
+VMRUN=("$LAB/vm-run.sh")
+# Our tools see one extra soft device, rgo1, bound to a host address of the
+# lab namespace. By default the suite uses its own address on the lab's tap,
+# 198.51.100.11, so that it does not collide with someone using the lab's
+# 198.51.100.1:4791 by hand; INTEROP_HOST_IP=198.51.100.1 uses the lab's.
+HOST_IP=${INTEROP_HOST_IP:-198.51.100.11}
+[[ $HOST_IP =~ ^198\.51\.100\.([0-9]{1,3})$ ]] && ((BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= 254)) &&
+	[ "$HOST_IP" != "$RXE_VM_IP" ] || { say "ERROR: INTEROP_HOST_IP=$HOST_IP must be a TEST-NET-2 address other than the VM's"; exit 1; }
+ADDED_IP=
+if ! ip -n "$RXE_NETNS" -o -4 addr show dev "$RXE_TAP" | grep -q " $HOST_IP/"; then
+	ip -n "$RXE_NETNS" addr add "$HOST_IP/$RXE_PREFIX" dev "$RXE_TAP" ||
+		{ say "ERROR: cannot add $HOST_IP to $RXE_TAP in netns $RXE_NETNS"; exit 1; }
+	ADDED_IP=$HOST_IP
+fi
+OURDEV=rgo1
+THEIRDEV=rxe0
+export RDMA_GO_DEVICES="$OURDEV=$HOST_IP"
+
+vm_ok=$("${VMRUN[@]}" -t 30 'uname -r; cat /sys/class/infiniband/rxe0/ports/1/state' 2>&1 7>&-) ||
+	skip "VM agent does not answer: $vm_ok"
+say "VM kernel $(echo "$vm_ok" | head -n1), rxe0 port $(echo "$vm_ok" | tail -n1)"
+
+# ------------------------------------------------------------------ results
+RES_TOOL=() RES_DIR=() RES_SIZE=() RES_RESULT=() RES_NOTE=()
+FAILS=0
+record() {  # record TOOL DIRECTION SIZE PASS|FAIL NOTE
+	RES_TOOL+=("$1") RES_DIR+=("$2") RES_SIZE+=("$3") RES_RESULT+=("$4") RES_NOTE+=("$5")
+	[ "$4" = PASS ] || FAILS=$((FAILS + 1))
+	printf 'interop: %-4s %-16s %-22s %-6s %s\n' "$4" "$1" "$2" "$3" "$5"
+}
+
+# ------------------------------------------------------------------ ibv_devinfo
+# Field names of ibv_devinfo output, in order: the text before the first ':'
+# of every line that has one (capability flag lines have none).
+fields() { sed -n 's/^[[:space:]]*\([^[:space:]:][^:]*\):.*/\1/p' "$1"; }
+
+devinfo_check() {  # devinfo_check LABEL [ARGS...]
+	local label=$1 tag
+	shift
+	tag=devinfo${*:+$(echo "$*" | tr -d ' ')}
+	selected "$tag" || return 0
+	local o=$LOGDIR/$tag.rdma-go.txt t=$LOGDIR/$tag.rxe.txt orc=0 trc=0
+	timeout 30 "${NS[@]}" "$BIN/ibv_devinfo" -d "$OURDEV" "$@" >"$o" 2>&1 || orc=$?
+	timeout 60 "${VMRUN[@]}" -t 30 ibv_devinfo -d "$THEIRDEV" "$@" >"$t" 2>&1 7>&- || trc=$?
+	echo
+	echo "---- $label: rxe (left, ibv_devinfo -d $THEIRDEV $*) | rdma-go (right, ibv_devinfo -d $OURDEV $*)"
+	diff -y -t -W 140 "$t" "$o" || true
+	echo "----"
+	if [ $orc != 0 ] || [ $trc != 0 ]; then
+		record ibv_devinfo "$label" - FAIL "exit status rdma-go $orc, rxe $trc"
+	elif ! diff <(fields "$t") <(fields "$o") >"$LOGDIR/$tag.fields.diff"; then
+		record ibv_devinfo "$label" - FAIL "field names differ (< rxe, > rdma-go): $(grep '^[<>]' "$LOGDIR/$tag.fields.diff" | tr '\n' ' ')"
+	else
+		record ibv_devinfo "$label" - PASS "same $(fields "$o" | wc -l) field names in the same order"
+	fi
+}
+
+selected() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
+
+devinfo_check "fields"
+devinfo_check "fields (-v)" -v
+
+# ------------------------------------------------------------------ pingpongs
+ITERS_RE="^$ITERS iters in [0-9.]+ seconds = [0-9.]+ usec/iter"
+usec() { grep -Eo "^$ITERS iters in [0-9.]+ seconds = [0-9.]+ usec/iter" "$1" 2>/dev/null | awk '{print $(NF-1)}' | head -n1; }
+# srq_pingpong at 64 KiB uses 4 QPs instead of its default 16: 16 x 64
+# packets in flight each way is more than the TCG guest drains within the
+# tools' fixed 67 ms retransmission timeout (about 8k packets/s here), so the
+# tap drops packets (queue 1000), both stacks retransmit whole messages, and
+# a lost final ACK leaves the rxe side retrying forever after our side has
+# exited (srq_pingpong stops as soon as its own counts are reached).
+SRQ_BIG_QPS=${SRQ_BIG_QPS:-4}
+SIDE_T=90                  # bound on each side of a run (seconds)
+PORT=$((20000 + ($(date +%s) % 150) * 100))  # a fresh block of TCP ports per suite run
+CASE_NO=0
+
+cap_start() {
+	[ $CAPTURE = 1 ] || return 0
+	"${NS[@]}" tcpdump -ni "$RXE_TAP" -U -s 0 -w "$LOGDIR/$1.pcap" 'udp port 4791 or tcp' >"$LOGDIR/$1.tcpdump.log" 2>&1 &
+	BG_PIDS+=($!)
+	for _ in $(seq 50); do grep -q 'listening on' "$LOGDIR/$1.tcpdump.log" 2>/dev/null && break; sleep 0.1; done
+}
+cap_stop() {
+	[ $CAPTURE = 1 ] || return 0
+	sleep 0.3
+	cleanup
+}
+
+# Packets the tap could not hand to the VM (queue full: the TCG guest is
+# slower than the sender). Reported per run: loss explains retransmissions.
+tap_dropped() { "${NS[@]}" cat "/sys/class/net/$RXE_TAP/statistics/tx_dropped" 2>/dev/null || echo 0; }
+drops_note() {  # drops_note BEFORE
+	local d=$(($(tap_dropped) - $1))
+	[ $d -le 0 ] || echo "; tap dropped $d packets to the VM"
+}
+
+# ns_listening PORT: our server's TCP port is open in the namespace.
+ns_listening() { "${NS[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# check_side LOG RC: a side passed if it exited 0 and printed the iters line.
+side_ok() { [ "$2" = 0 ] && grep -Eq "$ITERS_RE" "$1"; }
+
+describe() {  # describe LOG RC: short description of a side's outcome
+	local d="rc=$2"
+	[ "$2" = 124 ] && d="timed out"
+	if grep -Eq "$ITERS_RE" "$1"; then d+=", $(usec "$1") usec/iter"; else d+=", no iters line"; fi
+	echo "$d"
+}
+
+show_logs() {  # show_logs LABEL LOG...
+	local l=$1 f
+	shift
+	for f in "$@"; do
+		echo "  ---- $l: $(basename "$f")"
+		tail -n 15 "$f" | sed 's/^/  | /'
+	done
+}
+
+# Direction 1: rxe server in the VM, rdma-go client in the namespace.
+case_rxe_server() {  # KIND SIZE EXTRA...
+	local kind=$1 size=$2 tool=ibv_${1}_pingpong id port rc_ours=0 rc_theirs=0 wait_s
+	shift 2
+	CASE_NO=$((CASE_NO + 1)) port=$((PORT + CASE_NO))
+	id=$kind-s$size-rxeserver
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-server.log
+	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
+	cap_start "$id"
+	local drops0
+	drops0=$(tap_dropped)
+	VM_JOB=/tmp/interop-$id
+	# Start the server detached (setsid: it outlives this vm-run job), bounded
+	# by timeout; wait until its TCP port listens.
+	if ! "${VMRUN[@]}" -t 40 - >"$LOGDIR/$id.vm-start.log" 2>&1 7>&- <<-EOF; then
+		rm -f $VM_JOB.*
+		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout -k 5 $SIDE_T $tool -d $THEIRDEV ${args[*]} >$VM_JOB.log 2>&1; echo \$? >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
+		for i in \$(seq 300); do ss -Hltn 'sport = :$port' | grep -q . && exit 0; [ -f $VM_JOB.rc ] && break; sleep 0.1; done
+		echo "server did not listen on port $port"; cat $VM_JOB.log; exit 1
+	EOF
+		rc_theirs=1
+		cp "$LOGDIR/$id.vm-start.log" "$tl"
+		: >"$ol"
+		rc_ours=-
+	else
+		timeout -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" "$RXE_VM_IP" >"$ol" 2>&1 || rc_ours=$?
+		# The server is done when our client is (give it SIDE_T); if our client
+		# failed, do not wait long for it.
+		wait_s=$SIDE_T
+		[ "$rc_ours" = 0 ] || wait_s=3
+		timeout $((SIDE_T + 45)) "${VMRUN[@]}" -t $((SIDE_T + 30)) - >"$tl" 2>&1 7>&- <<-EOF || rc_theirs=$?
+			for i in \$(seq $((wait_s * 10))); do [ -f $VM_JOB.rc ] && break; sleep 0.1; done
+			if [ ! -f $VM_JOB.rc ]; then
+				kill -TERM -- -\$(cat $VM_JOB.pid) 2>/dev/null; sleep 1; kill -KILL -- -\$(cat $VM_JOB.pid) 2>/dev/null
+				cat $VM_JOB.log; echo "(server killed: still running)"; rm -f $VM_JOB.*; exit 124
+			fi
+			cat $VM_JOB.log; rc=\$(cat $VM_JOB.rc); rm -f $VM_JOB.*; exit \$rc
+		EOF
+	fi
+	VM_JOB=
+	cap_stop
+	local dir="rxe srv, rdma-go cli"
+	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
+		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+	else
+		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
+# Direction 2: rdma-go server in the namespace, rxe client in the VM.
+case_rdmago_server() {  # KIND SIZE EXTRA...
+	local kind=$1 size=$2 tool=ibv_${1}_pingpong id port rc_ours=0 rc_theirs=0 spid
+	shift 2
+	CASE_NO=$((CASE_NO + 1)) port=$((PORT + CASE_NO))
+	id=$kind-s$size-rdmagoserver
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-server.log tl=$LOGDIR/$id.rxe-client.log
+	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
+	cap_start "$id"
+	local drops0
+	drops0=$(tap_dropped)
+	timeout -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" >"$ol" 2>&1 </dev/null &
+	spid=$!
+	BG_PIDS+=("$spid")
+	local up=0
+	for _ in $(seq 300); do
+		ns_listening "$port" && { up=1; break; }
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ $up = 1 ]; then
+		timeout $((SIDE_T + 45)) "${VMRUN[@]}" -t $SIDE_T "$tool -d $THEIRDEV ${args[*]} $HOST_IP" >"$tl" 2>&1 7>&- || rc_theirs=$?
+		[ "$rc_theirs" = 0 ] || kill -TERM "$spid" 2>/dev/null || true
+	else
+		echo "rdma-go server did not listen on port $port" >"$tl"
+		rc_theirs=-
+		kill -TERM "$spid" 2>/dev/null || true
+	fi
+	wait "$spid" || rc_ours=$?
+	local live=() p
+	for p in "${BG_PIDS[@]}"; do [ "$p" = "$spid" ] || live+=("$p"); done
+	BG_PIDS=("${live[@]}")
+	cap_stop
+	local dir="rdma-go srv, rxe cli"
+	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
+		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+	else
+		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
+# UD messages must fit in one packet: ud_pingpong refuses sizes above the
+# port's active MTU, and the guest's rxe0 runs at active_mtu 1024 (tap/eth0
+# MTU 1500). So UD uses 1, MTU/2 and MTU of the smaller active MTU.
+mtu_of() { awk '/active_mtu:/ { print $2; exit }' "$1" 2>/dev/null || true; }
+UD_MTU=$(mtu_of "$LOGDIR/devinfo.rxe.txt")
+OUR_MTU=$(mtu_of "$LOGDIR/devinfo.rdma-go.txt")
+[[ ${UD_MTU:-} =~ ^[0-9]+$ ]] || UD_MTU=1024
+[[ ${OUR_MTU:-} =~ ^[0-9]+$ ]] && [ "$OUR_MTU" -lt "$UD_MTU" ] && UD_MTU=$OUR_MTU
+echo
+say "pingpongs: -n $ITERS, -g 1, sizes 1 4096 65536 (RC, UC, SRQ; SRQ at 65536 with -q $SRQ_BIG_QPS, see run.sh)"
+say "UD sizes: 1 $((UD_MTU / 2)) $UD_MTU: a UD message must fit one packet, and the active MTU is $UD_MTU (rxe0 on a 1500-byte netdev)"
+for kind in rc uc ud srq; do
+	if [ $kind = ud ]; then sizes="1 $((UD_MTU / 2)) $UD_MTU"; else sizes="1 4096 65536"; fi
+	for size in $sizes; do
+		extra=()
+		if [ $kind = srq ] && [ "$size" -gt 4096 ]; then extra=(-q "$SRQ_BIG_QPS"); fi
+		case_rdmago_server $kind "$size" "${extra[@]}"
+		case_rxe_server $kind "$size" "${extra[@]}"
+	done
+done
+
+# ------------------------------------------------------------------ summary
+echo
+echo "== interop summary (rdma-go $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')" \
+	"vs Linux $(echo "$vm_ok" | head -n1) rdma_rxe + rdma-core; logs: $LOGDIR)"
+printf '%-17s %-22s %-6s %-6s %s\n' tool direction size result details
+for i in "${!RES_TOOL[@]}"; do
+	printf '%-17s %-22s %-6s %-6s %s\n' "${RES_TOOL[$i]}" "${RES_DIR[$i]}" "${RES_SIZE[$i]}" "${RES_RESULT[$i]}" "${RES_NOTE[$i]}"
+done
+echo "${#RES_TOOL[@]} checks, $((${#RES_TOOL[@]} - FAILS)) passed, $FAILS failed; total $(secs "$T_START")s"
+if [ $FAILS != 0 ] && [ $CAPTURE = 0 ]; then
+	echo "to look at a failed run on the wire: bash interop/run.sh --capture --only ID (ids in $LOGDIR; pcaps land there)"
+fi
+[ $FAILS = 0 ]
