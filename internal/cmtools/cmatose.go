@@ -62,7 +62,7 @@ func Ucmatose(e *Env, args []string) int {
 	t.hints.PortSpace = rdmacm.PSTCP
 	o := t.o
 	p := getopt.New(e.Prog, cmatoseOptstring, nil)
-	p.Stderr = e.Stderr
+	p.Opterr = false // printed below, after the options before the bad one
 	res, perr := p.Parse(args)
 	for _, opt := range res.Opts {
 		v := opt.Value
@@ -100,6 +100,7 @@ func Ucmatose(e *Env, args []string) int {
 		}
 	}
 	if perr != nil {
+		o.eprintf("%s\n", perr)
 		cmatoseUsage(o, e.Prog)
 		return 1
 	}
@@ -491,6 +492,7 @@ func (t *cmatose) runServer() int {
 		o.perror("cmatose: failure trying to listen", err)
 		return -1
 	}
+	o.listened()
 	if ret := t.events(&t.connectsLeft, "connect"); ret != 0 {
 		return ret
 	}

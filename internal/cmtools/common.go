@@ -35,6 +35,10 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Ctx bounds every wait of the tool; nil means context.Background().
 	Ctx context.Context
+
+	// listening, if set, is called when a server's listen call returned
+	// (tests).
+	listening func()
 }
 
 // out is a tool's pair of output streams, safe for its goroutines.
@@ -43,9 +47,18 @@ type out struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	debugOut bool
+	// listening is Env.listening.
+	listening func()
 }
 
-func newOut(e *Env) *out { return &out{stdout: e.Stdout, stderr: e.Stderr} }
+func newOut(e *Env) *out { return &out{stdout: e.Stdout, stderr: e.Stderr, listening: e.listening} }
+
+// listened reports a successful listen to the test hook.
+func (o *out) listened() {
+	if o.listening != nil {
+		o.listening()
+	}
+}
 
 // printf writes to stdout (C printf).
 func (o *out) printf(format string, a ...any) {

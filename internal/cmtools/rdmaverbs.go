@@ -35,7 +35,7 @@ type rdmaVerbs struct {
 func rdmaVerbsMain(e *Env, args []string, name, server string, run func(*rdmaVerbs) int) int {
 	r := &rdmaVerbs{o: newOut(e), ctx: e.ctxOf(), name: name, server: server, port: "7471"}
 	p := getopt.New(e.Prog, "s:p:", nil)
-	p.Stderr = e.Stderr
+	p.Opterr = false // printed below, in getopt's order
 	res, perr := p.Parse(args)
 	for _, opt := range res.Opts {
 		switch opt.Option.Short {
@@ -46,6 +46,7 @@ func rdmaVerbsMain(e *Env, args []string, name, server string, run func(*rdmaVer
 		}
 	}
 	if perr != nil {
+		r.o.eprintf("%s\n", perr)
 		r.o.printf("usage: %s\n", e.Prog)
 		r.o.printf("\t[-s server_address]\n")
 		r.o.printf("\t[-p port_number]\n")
@@ -92,6 +93,7 @@ func runRdmaServer(r *rdmaVerbs) int {
 		o.perror("rdma_listen", err)
 		return -1
 	}
+	o.listened()
 	id, err := listenID.GetRequest(r.ctx)
 	if err != nil {
 		o.perror("rdma_get_request", err)

@@ -912,6 +912,7 @@ func (cb *rpingCB) bindServer() int {
 		o.perror("rdma_listen", err)
 		return -1
 	}
+	o.listened()
 	return 0
 }
 

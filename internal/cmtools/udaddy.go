@@ -57,7 +57,7 @@ func Udaddy(e *Env, args []string) int {
 	t.hints.PortSpace = rdmacm.PSUDP
 	o := t.o
 	p := getopt.New(e.Prog, udaddyOptstring, nil)
-	p.Stderr = e.Stderr
+	p.Opterr = false // printed below, after the options before the bad one
 	res, perr := p.Parse(args)
 	for _, opt := range res.Opts {
 		v := opt.Value
@@ -91,6 +91,7 @@ func Udaddy(e *Env, args []string) int {
 		}
 	}
 	if perr != nil {
+		o.eprintf("%s\n", perr)
 		udaddyUsage(o, e.Prog)
 		return 1
 	}
@@ -512,6 +513,7 @@ func (t *udaddy) runServer() int {
 		o.perror("udaddy: failure trying to listen", err)
 		return -1
 	}
+	o.listened()
 	t.connectEvents()
 	if t.messageCount != 0 {
 		o.printf("receiving data transfers\n")
