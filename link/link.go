@@ -74,4 +74,9 @@ type Poller interface {
 	// link and unlocks it after a read that found nothing: it returns
 	// with mu held when n > 0, and without it otherwise.
 	ReceiveLocked(mu sync.Locker, batch []Datagram) (n int, err error)
+	// SetQuiet(true) makes datagrams that arrive wake no waiting Receive
+	// (only TryReceive reads them); SetQuiet(false) undoes it, and wakes
+	// a waiter if datagrams are queued. A device sets it while goroutines
+	// busy poll it.
+	SetQuiet(on bool)
 }

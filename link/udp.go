@@ -177,7 +177,11 @@ type UDP struct {
 
 	recvMu sync.Mutex
 	recv   recvState // OS-specific receive scratch space, guarded by recvMu
-	poll   pollState // TryReceive's (Linux)
+	// fdMu is read-held while a detached socket's descriptor is in use;
+	// Close write-locks it to close them.
+	fdMu sync.RWMutex
+	sys  sysState  // OS-specific state of the main socket
+	poll pollState // TryReceive's (Linux)
 
 	sent, sendDrops, received, recvDrops atomic.Uint64
 	gsoSends, gsoSegs, coalesced         atomic.Uint64
@@ -185,8 +189,9 @@ type UDP struct {
 
 // udpSock is one bound UDP socket.
 type udpSock struct {
-	conn *net.UDPConn
+	conn *net.UDPConn // nil once detach has taken the socket over (Linux)
 	rc   syscall.RawConn
+	fd   int // the detached socket's descriptor (Linux), or -1
 	port uint16
 }
 
@@ -244,6 +249,10 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 		return nil, err
 	}
 	u.main = s
+	if err := u.sysInit(); err != nil {
+		s.conn.Close()
+		return nil, fmt.Errorf("link: UDP %s: %w", u.local, err)
+	}
 	u.recv.init(maxBatch, u.gro)
 	empty := map[uint16]*udpSock{}
 	u.extra.Store(&empty)
@@ -293,7 +302,14 @@ func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
 		conn.Close()
 		return nil, fmt.Errorf("link: UDP %s: %w", ap, err)
 	}
-	return &udpSock{conn: conn, rc: rc, port: port}, nil
+	k := &udpSock{conn: conn, rc: rc, fd: -1, port: port}
+	if sendOnly { // the main socket is detached by sysInit
+		if err := detach(k); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("link: UDP %s: %w", ap, err)
+		}
+	}
+	return k, nil
 }
 
 // sockOpts are the options setSocketOptions applies.
@@ -428,7 +444,7 @@ func (u *UDP) Receive(batch []Datagram) (int, error) {
 // blocked past t returns an error that wraps os.ErrDeadlineExceeded. The
 // zero time means no deadline. It is meant for tests and shutdown paths.
 func (u *UDP) SetReadDeadline(t time.Time) error {
-	if err := u.main.conn.SetReadDeadline(t); err != nil {
+	if err := u.setReadDeadline(t); err != nil {
 		if u.closed.Load() || errors.Is(err, net.ErrClosed) {
 			return ErrClosed
 		}
@@ -460,10 +476,13 @@ func (u *UDP) Close() error {
 		u.closed.Store(true)
 		extra := *u.extra.Load()
 		u.mu.Unlock()
-		errs := []error{u.main.conn.Close()}
+		errs := []error{u.unblock()} // outside fdMu: it waits for a Receive to return
+		u.fdMu.Lock()                // no send or receive is using a descriptor
+		errs = append(errs, u.closeMain())
 		for _, s := range extra {
-			errs = append(errs, s.conn.Close())
+			errs = append(errs, closeSock(s))
 		}
+		u.fdMu.Unlock()
 		if e := errors.Join(errs...); e != nil {
 			err = fmt.Errorf("link: UDP %s: close: %w", u.local, e)
 		}

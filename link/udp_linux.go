@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -97,11 +98,11 @@ type recvState struct {
 	vlen     int
 	n        int
 	errno    syscall.Errno
-	fn       func(fd uintptr) bool // bound run, made once
-	tryFn    func(fd uintptr)      // bound try, made once
-	lockedFn func(fd uintptr) bool // bound runLocked, made once
-	mu       sync.Locker           // ReceiveLocked's lock
-	locked   bool                  // runLocked returned with mu held
+	fn       func(uintptr) bool // bound run, made once
+	lockedFn func(uintptr) bool // bound runLocked, made once
+	mu       sync.Locker        // ReceiveLocked's lock
+	locked   bool               // runLocked returned with mu held
+	u        *UDP               // whose main socket run reads
 }
 
 // ctlWords is the size in 8-byte words of the control buffer of one message:
@@ -116,15 +117,14 @@ func (r *recvState) init(n int, gro bool) {
 		r.ctl = make([][ctlWords]uint64, n)
 	}
 	r.fn = r.run
-	r.tryFn = r.try
 	r.lockedFn = r.runLocked
 }
 
 // runLocked is run with r.mu held for the read: it returns true, with r.mu
 // still held, when the read found datagrams or failed.
-func (r *recvState) runLocked(fd uintptr) bool {
+func (r *recvState) runLocked(uintptr) bool {
 	r.mu.Lock()
-	r.try(fd)
+	r.readNow()
 	if r.n > 0 || r.errno != 0 {
 		r.locked = true
 		return true
@@ -169,25 +169,23 @@ func (r *recvState) groSize(i int) int {
 	return int(*(*int32)(unsafe.Pointer(&r.ctl[i][unix.SizeofCmsghdr/8])))
 }
 
-// run is called by RawConn.Read; returning false waits for readability.
-func (r *recvState) run(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.vlen), 0, 0, 0)
-		switch e {
-		case 0:
-			r.n, r.errno = int(n), 0
-			return true
-		case unix.EAGAIN:
-			return false
-		case unix.EINTR, unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH,
-			unix.EHOSTDOWN, unix.ENETDOWN, unix.ENOBUFS, unix.ENOMEM:
-			// A pending ICMP error or a transient failure: try again.
-			continue
-		default:
-			r.n, r.errno = 0, e
-			return true
-		}
+// run is called by RawConn.Read of the link's epoll file; returning false
+// waits for the main socket to become readable.
+func (r *recvState) run(uintptr) bool {
+	r.readNow()
+	return r.n > 0 || r.errno != 0
+}
+
+// readNow makes one recvmmsg on the main socket that does not wait.
+func (r *recvState) readNow() {
+	u := r.u
+	u.fdMu.RLock()
+	defer u.fdMu.RUnlock()
+	if u.closed.Load() {
+		r.n, r.errno = 0, unix.EBADF
+		return
 	}
+	r.try(uintptr(u.main.fd))
 }
 
 var _ Poller = (*UDP)(nil)
@@ -284,14 +282,17 @@ func (u *UDP) receiveMode(r *recvState, batch []Datagram, mode int) (int, error)
 		}
 		r.vlen = n
 		var err error
+		r.u, r.n, r.errno = u, 0, 0
 		switch mode {
 		case modeWait:
-			err = u.main.rc.Read(r.fn)
+			err = u.sys.rc.Read(r.fn)
 		case modeTry:
-			r.n, r.errno = 0, 0
-			err = u.main.rc.Control(r.tryFn)
+			r.readNow()
 		case modeLocked:
-			err = u.main.rc.Read(r.lockedFn)
+			err = u.sys.rc.Read(r.lockedFn)
+		}
+		if r.errno == unix.EBADF && u.closed.Load() {
+			r.errno, err = 0, net.ErrClosed
 		}
 		for i := 0; i < n; i++ {
 			r.iov[i].Base = nil // do not keep the caller's buffers alive
@@ -565,13 +566,149 @@ func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
 	}
 }
 
+// sysState is how Receive waits for the main socket. Every socket of a
+// UDP link is taken out of Go's network poller (detach) and used through
+// its raw descriptor: a socket in the poller wakes the poller's thread for
+// every datagram that arrives, and for the write space every datagram sent
+// gives back, even while a goroutine drains the socket itself
+// (Device.Poll); on a small VM such a wake-up costs as much as the
+// datagram. Receive instead waits, through the poller, on a private epoll
+// instance that watches the main socket for input only, and SetQuiet can
+// take the socket out of it while pollers drain it, so that arrivals wake
+// nobody.
+type sysState struct {
+	ep    *os.File        // the private epoll instance, in Go's poller
+	rc    syscall.RawConn // ep's
+	quiet bool            // the main socket is out of ep; guarded by qmu
+	qmu   sync.Mutex
+}
+
+func (u *UDP) sysInit() error {
+	if err := detach(u.main); err != nil {
+		return err
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		unix.Close(u.main.fd)
+		return os.NewSyscallError("epoll_create1", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(u.main.fd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, u.main.fd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(u.main.fd)
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		unix.Close(u.main.fd)
+		return os.NewSyscallError("fcntl O_NONBLOCK", err)
+	}
+	u.sys.ep = os.NewFile(uintptr(epfd), "rdma-go-link-epoll")
+	if u.sys.rc, err = u.sys.ep.SyscallConn(); err != nil {
+		u.sys.ep.Close()
+		unix.Close(u.main.fd)
+		return err
+	}
+	return nil
+}
+
+func (u *UDP) setReadDeadline(t time.Time) error { return u.sys.ep.SetReadDeadline(t) }
+
+// unblock wakes a waiting Receive for good; Close calls it before it
+// takes fdMu, since closing the epoll file waits for Receive to return.
+func (u *UDP) unblock() error { return u.sys.ep.Close() }
+
+// closeMain closes the main socket; Close holds fdMu.
+func (u *UDP) closeMain() error {
+	if err := unix.Close(u.main.fd); err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
+}
+
+// SetQuiet takes the main socket out of the set that Receive waits on
+// (on), or puts it back (off): while quiet, datagrams that arrive wake no
+// thread, and only TryReceive (or a Receive already past its wait) reads
+// them. A device sets it while goroutines busy poll it.
+func (u *UDP) SetQuiet(on bool) {
+	u.sys.qmu.Lock()
+	defer u.sys.qmu.Unlock()
+	if u.sys.quiet == on || u.closed.Load() {
+		return
+	}
+	var ev unix.EpollEvent
+	ev.Fd = int32(u.main.fd)
+	if !on {
+		ev.Events = unix.EPOLLIN
+	}
+	u.fdMu.RLock()
+	defer u.fdMu.RUnlock()
+	if u.closed.Load() {
+		return
+	}
+	var err error
+	if cerr := u.sys.rc.Control(func(epfd uintptr) { // holds the epoll file open
+		err = unix.EpollCtl(int(epfd), unix.EPOLL_CTL_MOD, u.main.fd, &ev)
+	}); cerr != nil {
+		return // closed
+	}
+	if err != nil {
+		u.log.Debug("link: epoll_ctl", "local", u.local, "err", err)
+		return
+	}
+	u.sys.quiet = on
+}
+
+// detach takes socket k out of Go's network poller (see sysState): it
+// keeps a duplicate of the socket's descriptor and closes the net.UDPConn,
+// which unregisters it. Send never waits for write space (a full buffer is
+// a drop), so sending needs no poller.
+func detach(k *udpSock) error {
+	var fd int
+	var derr error
+	if err := k.rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return err
+	}
+	if derr != nil {
+		return os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
+	}
+	k.conn.Close()
+	k.conn, k.rc, k.fd = nil, nil, fd
+	return nil
+}
+
+// closeSock closes a source-port socket; Close holds fdMu.
+func closeSock(k *udpSock) error {
+	if k.fd < 0 {
+		return k.conn.Close()
+	}
+	if err := unix.Close(k.fd); err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
+}
+
+// write makes one sendmmsg of s's messages on socket k.
+func (u *UDP) write(k *udpSock, s *sendState) error {
+	if k.fd < 0 {
+		return k.rc.Write(s.fn)
+	}
+	u.fdMu.RLock()
+	defer u.fdMu.RUnlock()
+	if u.closed.Load() {
+		return net.ErrClosed
+	}
+	s.run(uintptr(k.fd))
+	return nil
+}
+
 // flush sends the s.m packed messages of s on socket k, counting drops. It
 // returns errGSORefused, with s.off at the message, if the kernel refuses a
 // GSO message.
 func (u *UDP) flush(k *udpSock, s *sendState) error {
 	s.off = 0
 	for s.off < s.m {
-		if err := k.rc.Write(s.fn); err != nil {
+		if err := u.write(k, s); err != nil {
 			return err
 		}
 		if s.errno == 0 && s.n > 0 {

@@ -884,3 +884,42 @@ func TestUDPPoller(t *testing.T) {
 		t.Fatalf("TryReceive after Close: %v", err)
 	}
 }
+
+// TestUDPQuiet checks that a quiet link does not wake a waiting Receive,
+// and that turning quiet off wakes it for what was queued meanwhile.
+func TestUDPQuiet(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{})
+	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	var mu sync.Mutex
+	batch := []Datagram{{Buf: make([]byte, 2048)}}
+	b.SetQuiet(true)
+	done := make(chan int, 1)
+	go func() {
+		n, err := b.ReceiveLocked(&mu, batch)
+		if err != nil {
+			t.Error(err)
+		}
+		if n > 0 {
+			mu.Unlock()
+		}
+		done <- n
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := a.Send([]Datagram{{Buf: []byte("quiet"), Dst: b.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		t.Fatal("a quiet link woke Receive")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.SetQuiet(false)
+	select {
+	case n := <-done:
+		if n != 1 || string(batch[0].Buf) != "quiet" {
+			t.Fatalf("Receive = %d, %q", n, batch[0].Buf)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Receive not woken after SetQuiet(false)")
+	}
+}

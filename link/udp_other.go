@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"time"
 )
 
 // maxBatch is 1 here: without recvmmsg a Receive call returns one datagram.
@@ -34,6 +35,16 @@ func (r *recvState) init(int, bool) { r.scratch = make([]byte, 1<<16) }
 
 // pollState is empty: UDP is not a Poller here.
 type pollState struct{}
+
+func detach(*udpSock) error                      { return nil }
+func closeSock(k *udpSock) error                 { return k.conn.Close() }
+func (u *UDP) sysInit() error                    { return nil }
+func (u *UDP) setReadDeadline(t time.Time) error { return u.main.conn.SetReadDeadline(t) }
+func (u *UDP) unblock() error                    { return u.main.conn.Close() }
+func (u *UDP) closeMain() error                  { return nil }
+
+// sysState is empty: the sockets are plain net.UDPConns here.
+type sysState struct{}
 
 // maxRecvErrors bounds the consecutive read errors one Receive call skips
 // (Windows, for one, reports an ICMP port unreachable as a read error)

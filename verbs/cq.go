@@ -140,7 +140,7 @@ func (cq *CQ) Wait(ctx context.Context) error {
 		if n > 0 {
 			return nil
 		}
-		cq.ctx.run.FlushAcks() // ACKs that Poll left pending
+		cq.ctx.run.Blocking() // send the ACKs Poll left pending, wake the receive goroutine
 		select {
 		case <-cq.nonEmpty:
 		case <-ctx.Done():
@@ -250,7 +250,7 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 		return cq, nil
 	default:
 	}
-	ch.ctx.run.FlushAcks() // ACKs that CQ.Poll left pending
+	ch.ctx.run.Blocking() // send the ACKs CQ.Poll left pending, wake the receive goroutine
 	select {
 	case cq := <-ch.events:
 		return cq, nil

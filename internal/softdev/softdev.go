@@ -67,6 +67,12 @@ type Device struct {
 	acksSince   atomic.Int64
 	flusherIdle atomic.Bool
 	flusherKick chan struct{}
+	// lastPoll is when Poll last read the link (UnixNano; 0 after
+	// Blocking): for pollHoldTime after it the receive goroutine does
+	// not wait on the link, but on loopKick and holdTimer.
+	lastPoll  atomic.Int64
+	loopKick  chan struct{}
+	holdTimer *time.Timer
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -100,6 +106,7 @@ func Start(l link.Link, opts Options) *Device {
 	if d.poller != nil {
 		d.prx = newRxBatch(min(l.MaxBatch(), pollBatch))
 	}
+	d.loopKick = make(chan struct{}, 1)
 	d.wg.Add(1)
 	go d.receiveLoop()
 	if d.poller != nil {
@@ -174,12 +181,60 @@ func (d *Device) Addr() netip.Addr { return d.link.LocalAddr().Addr() }
 // Link returns the device's link.
 func (d *Device) Link() link.Link { return d.link }
 
+// pollHoldTime is how long after a Poll the receive goroutine leaves the
+// link to pollers.
+const pollHoldTime = time.Millisecond
+
+// pollHold returns how much longer the receive goroutine should leave the
+// link to pollers, or 0.
+func (d *Device) pollHold() time.Duration {
+	lp := d.lastPoll.Load()
+	if lp == 0 {
+		return 0
+	}
+	return max(0, time.Duration(lp+int64(pollHoldTime)-time.Now().UnixNano()))
+}
+
+// Blocking tells the device that a goroutine that polled it is about to
+// block waiting for a completion: it sends the ACKs Poll left pending and
+// hands the link back to the receive goroutine at once. The verbs layer
+// calls it from CQ.Wait and CompChannel.GetEvent.
+func (d *Device) Blocking() {
+	d.FlushAcks()
+	if d.lastPoll.Load() != 0 {
+		d.lastPoll.Store(0)
+		select {
+		case d.loopKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 func (d *Device) receiveLoop() {
 	defer d.wg.Done()
+	d.holdTimer = time.NewTimer(time.Hour)
+	d.holdTimer.Stop()
 	for {
 		var got int
 		var err error
 		if d.poller != nil {
+			if hold := d.pollHold(); hold > 0 {
+				// An application is polling the device: leave the
+				// socket to it, so that its packets do not wake this
+				// goroutine too, until it blocks or stops polling.
+				d.poller.SetQuiet(true)
+				d.holdTimer.Reset(hold)
+				select {
+				case <-d.loopKick:
+				case <-d.holdTimer.C:
+				case <-d.done:
+					return
+				}
+				if d.pollHold() == 0 {
+					d.poller.SetQuiet(false)
+				}
+				continue
+			}
 			got, err = d.poller.ReceiveLocked(&d.rxMu, d.rx.reset())
 			if got > 0 {
 				d.process(d.rx.d[:got])
@@ -359,6 +414,7 @@ func (d *Device) Poll() bool {
 	if !d.rxMu.TryLock() {
 		return false
 	}
+	d.lastPoll.Store(time.Now().UnixNano())
 	d.flushAcksLocked()
 	got, _ := d.drainLocked()
 	if got > 0 {
