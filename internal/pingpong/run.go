@@ -166,8 +166,13 @@ func (s *state) open() error {
 	return nil
 }
 
-// bufLen is the buffer size: UD receives get room for the GRH.
-func (s *state) bufLen() int {
+// recvLen is the size of a receive: UD receives get room for the GRH.
+//
+// Unlike the C tools, which send from and receive into the same bytes, the
+// buffer has a receive area [0, recvLen) and a send area after it, so a
+// message landing never races with one being sent (for example on another
+// QP of srq_pingpong). Nothing of this is visible on the wire.
+func (s *state) recvLen() int {
 	if s.cfg.Kind == UD {
 		return s.cfg.Size + grhLen
 	}
@@ -192,13 +197,14 @@ func (s *state) setup() error {
 			return fmt.Errorf("rx_depth %d is too small for %d QPs -- must have at least one receive per QP", cfg.RxDepth, nqp)
 		}
 	}
-	s.buf = make([]byte, s.bufLen())
+	s.buf = make([]byte, s.recvLen()+cfg.Size)
 	for i := range s.buf {
 		s.buf[i] = 0x7b
 	}
 	if cfg.Check && cfg.Host != "" {
+		send := s.buf[s.recvLen():]
 		for i := 0; i < cfg.Size; i += pageSize {
-			s.buf[i] = 0 // i / page_size % sizeof(char), as the C tool computes it
+			send[i] = 0 // i / page_size % sizeof(char), as the C tool computes it
 		}
 	}
 	if s.pd, err = s.ctx.AllocPD(); err != nil {
@@ -257,7 +263,7 @@ func (s *state) setup() error {
 
 // postRecv posts n receives: on the SRQ, or on the one QP.
 func (s *state) postRecv(n int) (int, error) {
-	wr := verbs.RecvWR{ID: recvWRID, SGL: []verbs.SGE{s.mr.SGE(0, s.bufLen())}}
+	wr := verbs.RecvWR{ID: recvWRID, SGL: []verbs.SGE{s.mr.SGE(0, s.recvLen())}}
 	for i := 0; i < n; i++ {
 		var err error
 		if s.srq != nil {
@@ -324,9 +330,8 @@ func (s *state) connect() error {
 
 func (s *state) postSend(i int) error {
 	wr := verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{s.mr.SGE(0, s.cfg.Size)}}
+		SGL: []verbs.SGE{s.mr.SGE(s.recvLen(), s.cfg.Size)}}
 	if s.cfg.Kind == UD {
-		wr.SGL[0] = s.mr.SGE(grhLen, s.cfg.Size)
 		wr.AH, wr.RemoteQPN, wr.RemoteQKey = s.ah, s.remote[0].QPN, udQKey
 	}
 	return s.qps[i].PostSend(wr)
