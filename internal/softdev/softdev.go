@@ -284,15 +284,14 @@ func (b *rxBatch) reset() []link.Datagram {
 
 // drainLocked reads what the link holds now into prx, without waiting,
 // and processes it.
-func (d *Device) drainLocked() (int, error) {
+func (d *Device) drainLocked(now time.Time) (int, error) {
 	got, err := d.poller.TryReceive(d.prx.reset())
 	if got > 0 {
 		if raceEnabled {
 			netSlot(d.Addr()).Load()
 		}
-		now := time.Now()
 		if d.host.ReceivePolled(now, d.prx.d[:got]) {
-			d.deferAcks()
+			d.deferAcks(now)
 		}
 		if d.gsi != nil {
 			d.gsi.Poll(now)
@@ -309,8 +308,8 @@ const ackDelay = 200 * time.Microsecond
 
 // deferAcks records, under rxMu, that ACKs are pending, and starts the
 // flusher if it is not running.
-func (d *Device) deferAcks() {
-	d.acksSince.CompareAndSwap(0, time.Now().UnixNano())
+func (d *Device) deferAcks(now time.Time) {
+	d.acksSince.CompareAndSwap(0, now.UnixNano())
 	if d.flusherIdle.CompareAndSwap(true, false) {
 		select {
 		case d.flusherKick <- struct{}{}:
@@ -414,9 +413,10 @@ func (d *Device) Poll() bool {
 	if !d.rxMu.TryLock() {
 		return false
 	}
-	d.lastPoll.Store(time.Now().UnixNano())
+	now := time.Now() // one clock read per attempt: it is on the latency path
+	d.lastPoll.Store(now.UnixNano())
 	d.flushAcksLocked()
-	got, _ := d.drainLocked()
+	got, _ := d.drainLocked(now)
 	if got > 0 {
 		d.pollBackoff = 0
 	} else {
