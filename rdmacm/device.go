@@ -124,6 +124,47 @@ func deviceFor(a netip.Addr) (*verbs.Device, error) {
 	return nil, nil
 }
 
+// deviceOnInterfaceOf returns a device bound to another address of the
+// network interface that holds src (of dst's family), or nil. Linux binds
+// an RDMA device to a network interface, not to one of its addresses, so a
+// route whose source is the interface's primary address still reaches the
+// device bound to a secondary one.
+func deviceOnInterfaceOf(src netip.Addr, is4 bool) (*verbs.Device, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, nil
+	}
+	for _, ifc := range ifaces {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		var on []netip.Addr
+		holds := false
+		for _, a := range addrs {
+			p, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			ip := p.Addr().Unmap()
+			holds = holds || ip == src
+			if ip.Is4() == is4 && !ip.IsLoopback() {
+				on = append(on, ip)
+			}
+		}
+		if !holds {
+			continue
+		}
+		for _, ip := range on {
+			if d, err := deviceFor(ip); d != nil || err != nil {
+				return d, err
+			}
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
 // deviceToward picks the device to reach dst from, as Linux's address
 // resolution does (route lookup, then the device owning the source
 // address): the device bound to the kernel's source address for dst; for a
@@ -135,6 +176,9 @@ func deviceToward(dst netip.Addr) (*verbs.Device, error) {
 		src := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 		c.Close()
 		if d, err := deviceFor(src); d != nil || err != nil {
+			return d, err
+		}
+		if d, err := deviceOnInterfaceOf(src, dst.Is4()); d != nil || err != nil {
 			return d, err
 		}
 	}
