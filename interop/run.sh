@@ -10,14 +10,19 @@
 #   -n ITERS    iterations per pingpong run (default 100, at least 100)
 #   --only RE   run only the checks whose id matches the extended regexp RE
 #               (ids: devinfo, devinfo-v, KIND-sSIZE-rdmagoserver,
-#               KIND-sSIZE-rxeserver, e.g. 'srq-s65536-rxe'); for debugging
+#               KIND-sSIZE-rxeserver, e.g. 'srq-s65536-rxe'; CM tools:
+#               rping-s64, rping-s65535, rping-q, ucmatose, ucmatose-c4,
+#               udaddy, rdma_server, each -rdmagoserver or -rxeserver, and
+#               nolistener-TOOL); for debugging
 #
 # For ibv_{rc,uc,ud,srq}_pingpong and three message sizes each, both
 # directions (rdma-go server + rxe client, rxe server + rdma-go client): both
 # sides must exit 0 and print their "N iters in ... usec/iter" line. Then
 # ibv_devinfo and ibv_devinfo -v of both stacks must list the same field
-# names in the same order. Prints a summary table; exit status 1 if any check
-# failed.
+# names in the same order. Then the RDMA CM tools (rping, ucmatose, udaddy,
+# rdma_server/rdma_client) both ways, and connections to a port nobody
+# listens on, which both stacks must report alike. Prints a summary table;
+# exit status 1 if any check failed.
 #
 # Needs root (network namespace, tap, qemu). Where the lab cannot be set up
 # (not root, the host packages cannot be installed, no network namespaces, the
@@ -44,7 +49,7 @@ while [ $# -gt 0 ]; do
 		ITERS=$2
 		shift
 		;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "interop: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -368,6 +373,196 @@ for kind in rc uc ud srq; do
 		case_rxe_server $kind "$size" "${extra[@]}"
 	done
 done
+
+# ------------------------------------------------------------------ RDMA CM tools
+# rping, ucmatose, udaddy and rdma_server/rdma_client (spec/tools.md §4, §7):
+# connections are set up by the IB CM over QP1 (REQ/REP/RTU, SIDR for
+# udaddy), no TCP side channel. Each case runs in both directions; a side
+# passes when it exits 0 and prints its success lines (cm_side_ok). Then a
+# connection to a port nobody listens on, from our clients to the VM and
+# from the VM's clients to us: both stacks must report it alike (REJECTED 8;
+# udaddy: UNREACHABLE 1) with the same exit status.
+CM_T=60         # bound on each side of a CM run (seconds)
+CM_NOPORT=7175  # a CM port nobody listens on
+
+# cm_side_ok TOOL LOG RC [PINGS]: a side's success lines.
+cm_side_ok() {
+	[ "$3" = 0 ] || return 1
+	case $1 in
+	rping-client) [ "$(grep -c '^ping data: rdma-ping-' "$2")" = "$4" ] ;;
+	rping-server) [ "$(grep -c '^server ping data: rdma-ping-' "$2")" = "$4" ] ;;
+	ucmatose | udaddy) grep -qx 'return status 0' "$2" ;;
+	rdma_server | rdma_client) grep -qx "$1: end 0" "$2" ;;
+	*) return 1 ;;
+	esac
+}
+
+cm_describe() {  # cm_describe TOOL LOG RC
+	local d="rc=$3"
+	[ "$3" = 124 ] && d="timed out"
+	case $1 in
+	rping-client) d+=", $(grep -c '^ping data: rdma-ping-' "$2") pings" ;;
+	rping-server) d+=", $(grep -c '^server ping data: rdma-ping-' "$2") pings" ;;
+	*) d+=", $(grep -m1 -Eo '(return status -?[0-9]+|end -?[0-9]+)$' "$2" || echo 'no status line')" ;;
+	esac
+	echo "$d"
+}
+
+# Our side's device is up when its RoCE port is bound; the listen call
+# follows at once.
+ns_roce_bound() { "${NS[@]}" ss -Hlun "src $HOST_IP:4791" 2>/dev/null | grep -q .; }
+
+# Long rping -v lines (64 KiB) are cut in the logs.
+cm_trim() { cut -c1-200 "$1" >"$1.tmp" && mv "$1.tmp" "$1"; }
+
+# Direction 1: rdma-go server in the namespace, rxe client in the VM.
+cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" [PINGS]
+	local id=$1-rdmagoserver label=$2 stool=$3 sargs=$4 ctool=$5 cargs=$6 pings=${7:-} rc_ours=0 rc_theirs=0 spid
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-server.log tl=$LOGDIR/$id.rxe-client.log
+	cap_start "$id"
+	local drops0
+	drops0=$(tap_dropped)
+	# shellcheck disable=SC2086 # the argument strings are word lists
+	timeout -k 5 $CM_T "${NS[@]}" "$BIN/$stool" $sargs >"$ol" 2>&1 </dev/null &
+	spid=$!
+	BG_PIDS+=("$spid")
+	local up=0
+	for _ in $(seq 300); do
+		ns_roce_bound && { up=1; sleep 0.3; break; }
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ $up = 1 ]; then
+		timeout $((CM_T + 45)) "${VMRUN[@]}" -t $CM_T "$ctool $cargs 2>&1 | cut -c1-200; exit \${PIPESTATUS[0]}" >"$tl" 2>&1 7>&- || rc_theirs=$?
+		[ "$rc_theirs" = 0 ] || { sleep 2; kill -TERM "$spid" 2>/dev/null || true; }
+	else
+		echo "rdma-go $stool did not open its device at $HOST_IP" >"$tl"
+		rc_theirs=-
+		kill -TERM "$spid" 2>/dev/null || true
+	fi
+	wait "$spid" || rc_ours=$?
+	local live=() p
+	for p in "${BG_PIDS[@]}"; do [ "$p" = "$spid" ] || live+=("$p"); done
+	BG_PIDS=("${live[@]}")
+	cap_stop
+	cm_trim "$ol"
+	local st=$stool ct=$ctool
+	[ "$stool" = rping ] && st=rping-server ct=rping-client
+	local note="[$sargs | $cargs] rdma-go: $(cm_describe "$st" "$ol" "$rc_ours"); rxe: $(cm_describe "$ct" "$tl" "$rc_theirs")$(drops_note "$drops0")"
+	if cm_side_ok "$st" "$ol" "$rc_ours" "$pings" && cm_side_ok "$ct" "$tl" "$rc_theirs" "$pings"; then
+		record "$stool" "rdma-go srv, rxe cli" "$label" PASS "$note"
+	else
+		record "$stool" "rdma-go srv, rxe cli" "$label" FAIL "$note"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
+# Direction 2: rxe server in the VM, rdma-go client in the namespace. The
+# server is started detached and is known to listen when the kernel lists
+# its cm_id (rdma resource show cm_id: state LISTEN, port space, port). Its
+# timeout runs in the foreground, in the job's process group, so that
+# killing the group ends the tool too (timeout otherwise takes a group of
+# its own).
+cm_case_rxe_server() {  # ID LABEL SERVER "SERVER_ARGS" PS PORT CLIENT "CLIENT_ARGS" [PINGS]
+	local id=$1-rxeserver label=$2 stool=$3 sargs=$4 ps=$5 port=$6 ctool=$7 cargs=$8 pings=${9:-}
+	local rc_ours=0 rc_theirs=0 wait_s
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-server.log
+	cap_start "$id"
+	local drops0
+	drops0=$(tap_dropped)
+	VM_JOB=/tmp/interop-$id
+	if ! "${VMRUN[@]}" -t 40 - >"$LOGDIR/$id.vm-start.log" 2>&1 7>&- <<-EOF; then
+		rm -f $VM_JOB.*
+		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout --foreground -k 5 $CM_T $stool $sargs 2>&1 </dev/null | cut -c1-200 >$VM_JOB.log; echo \${PIPESTATUS[0]} >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
+		for i in \$(seq 300); do rdma res show cm_id 2>/dev/null | grep -q "state LISTEN ps $ps .*comm $stool src-addr [^ ]*:$port " && exit 0; [ -f $VM_JOB.rc ] && break; sleep 0.1; done
+		echo "server did not listen on $ps port $port"; cat $VM_JOB.log; exit 1
+	EOF
+		rc_theirs=1
+		cp "$LOGDIR/$id.vm-start.log" "$tl"
+		: >"$ol"
+		rc_ours=-
+	else
+		# shellcheck disable=SC2086
+		timeout -k 5 $CM_T "${NS[@]}" "$BIN/$ctool" $cargs >"$ol" 2>&1 </dev/null || rc_ours=$?
+		wait_s=$CM_T
+		[ "$rc_ours" = 0 ] || wait_s=3
+		timeout $((CM_T + 45)) "${VMRUN[@]}" -t $((CM_T + 30)) - >"$tl" 2>&1 7>&- <<-EOF || rc_theirs=$?
+			for i in \$(seq $((wait_s * 10))); do [ -f $VM_JOB.rc ] && break; sleep 0.1; done
+			if [ ! -f $VM_JOB.rc ]; then
+				kill -TERM -- -\$(cat $VM_JOB.pid) 2>/dev/null; sleep 1; kill -KILL -- -\$(cat $VM_JOB.pid) 2>/dev/null
+				cat $VM_JOB.log; echo "(server killed: still running)"; rm -f $VM_JOB.*; exit 124
+			fi
+			cat $VM_JOB.log; rc=\$(cat $VM_JOB.rc); rm -f $VM_JOB.*; exit \$rc
+		EOF
+	fi
+	VM_JOB=
+	cap_stop
+	cm_trim "$ol"
+	local st=$stool ct=$ctool
+	[ "$stool" = rping ] && st=rping-server ct=rping-client
+	local note="[$sargs | $cargs] rdma-go: $(cm_describe "$ct" "$ol" "$rc_ours"); rxe: $(cm_describe "$st" "$tl" "$rc_theirs")$(drops_note "$drops0")"
+	if cm_side_ok "$ct" "$ol" "$rc_ours" "$pings" && cm_side_ok "$st" "$tl" "$rc_theirs" "$pings"; then
+		record "$stool" "rxe srv, rdma-go cli" "$label" PASS "$note"
+	else
+		record "$stool" "rxe srv, rdma-go cli" "$label" FAIL "$note"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
+# No listener: our client against the VM, the VM's client against us (our
+# rping server on the default port keeps our device up meanwhile). Both
+# must exit RC and print LINE; the note says whether the two outputs are
+# the same, line for line.
+cm_case_nolistener() {  # TOOL "OUR_ARGS" "THEIR_ARGS" RC LINE
+	local tool=$1 oargs=$2 targs=$3 want_rc=$4 line=$5 id=nolistener-$1 rc_ours=0 rc_theirs=0 spid
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-client.log
+	# shellcheck disable=SC2086
+	timeout -k 5 $CM_T "${NS[@]}" "$BIN/$tool" $oargs >"$ol" 2>&1 </dev/null || rc_ours=$?
+	timeout -k 5 $CM_T "${NS[@]}" "$BIN/rping" -s -a "$HOST_IP" >"$LOGDIR/$id.rdma-go-rping-server.log" 2>&1 </dev/null &
+	spid=$!
+	BG_PIDS+=("$spid")
+	for _ in $(seq 300); do ns_roce_bound && { sleep 0.3; break; }; sleep 0.1; done
+	timeout $((CM_T + 45)) "${VMRUN[@]}" -t $CM_T "$tool $targs" >"$tl" 2>&1 7>&- || rc_theirs=$?
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	local live=() p
+	for p in "${BG_PIDS[@]}"; do [ "$p" = "$spid" ] || live+=("$p"); done
+	BG_PIDS=("${live[@]}")
+	local same="same output"
+	diff -q <(sort "$ol") <(sort "$tl") >/dev/null || same="outputs differ"
+	local note="[$oargs | $targs] want rc=$want_rc and '$line': rdma-go rc=$rc_ours, rxe rc=$rc_theirs; $same"
+	if [ "$rc_ours" = "$want_rc" ] && [ "$rc_theirs" = "$want_rc" ] && grep -qxF "$line" "$ol" && grep -qxF "$line" "$tl"; then
+		record "$tool" "no listener, both" - PASS "$note"
+	else
+		record "$tool" "no listener, both" - FAIL "$note"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
+echo
+say "RDMA CM tools: rping (-C 100 at 64 and 65535 bytes, -q), ucmatose, udaddy, rdma_server/rdma_client, both directions; then a port nobody listens on"
+H=$HOST_IP V=$RXE_VM_IP
+cm_case_rdmago_server rping-s64 64 rping "-s -a $H -v -C 100" rping "-c -a $H -v -V -C 100" 100
+cm_case_rxe_server rping-s64 64 rping "-s -a $V -v -C 100" TCP 7174 rping "-c -a $V -v -V -C 100" 100
+cm_case_rdmago_server rping-s65535 65535 rping "-s -a $H -v -C 100 -S 65535" rping "-c -a $H -v -V -C 100 -S 65535" 100
+cm_case_rxe_server rping-s65535 65535 rping "-s -a $V -v -C 100 -S 65535" TCP 7174 rping "-c -a $V -v -V -C 100 -S 65535" 100
+cm_case_rdmago_server rping-q -q rping "-s -q -a $H -v -C 100 -S 4096" rping "-c -a $H -v -V -C 100 -S 4096" 100
+cm_case_rxe_server rping-q -q rping "-s -a $V -v -C 100 -S 4096" TCP 7174 rping "-c -q -a $V -v -V -C 100 -S 4096" 100
+cm_case_rdmago_server ucmatose - ucmatose "-b $H" ucmatose "-s $H"
+cm_case_rxe_server ucmatose - ucmatose "-b $V" TCP 7471 ucmatose "-s $V"
+cm_case_rdmago_server ucmatose-c4 c4S1k ucmatose "-b $H -c 4 -C 100 -S 1024" ucmatose "-s $H -c 4 -C 100 -S 1024"
+cm_case_rxe_server ucmatose-c4 c4S1k ucmatose "-b $V -c 4 -C 100 -S 1024" TCP 7471 ucmatose "-s $V -c 4 -C 100 -S 1024"
+cm_case_rdmago_server udaddy - udaddy "-b $H" udaddy "-s $H"
+cm_case_rxe_server udaddy - udaddy "-b $V" UDP 7174 udaddy "-s $V"
+cm_case_rdmago_server rdma_server - rdma_server "-s $H" rdma_client "-s $H"
+cm_case_rxe_server rdma_server - rdma_server "-s $V" TCP 7471 rdma_client "-s $V"
+cm_case_nolistener rping "-c -a $V -p $CM_NOPORT -C 1" "-c -a $H -p $CM_NOPORT -C 1" 255 "cma event RDMA_CM_EVENT_REJECTED, error 8"
+cm_case_nolistener ucmatose "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 8 "cmatose: event: RDMA_CM_EVENT_REJECTED, error: 8"
+cm_case_nolistener udaddy "-s $V" "-s $H" 1 "udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1"
+cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "rdma_connect: Connection refused"
 
 # ------------------------------------------------------------------ summary
 echo
