@@ -71,7 +71,8 @@ const MaxDatagram = 65535
 // numbers them from the super-datagram's ID, which is 0 on our unconnected
 // DF sockets, so segment k carries ID k. Send therefore rewrites the ICRC of
 // IPv4 segment k from ID 0 to ID k (wire.RetagICRC). This was checked on
-// the wire (TestUDPGSOWireIPv4 on loopback with GSO forced off lo) and
+// the wire (TestUDPGSOWireIPv4: lo in a network namespace with
+// tx-udp-segmentation off, read with a raw socket; Linux 6.18) and
 // against Linux rxe over the lab's tap. A NIC segmenting in hardware chooses
 // the IDs itself, which is why GSOAuto uses GSO for IPv4 only on loopback.
 // GSO also needs UDP checksums on (the kernel refuses GSO on a socket with

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -921,5 +922,88 @@ func TestUDPQuiet(t *testing.T) {
 		}
 	case <-time.After(testTimeout):
 		t.Fatal("Receive not woken after SetQuiet(false)")
+	}
+}
+
+// TestUDPGSOWireIPv4 checks which IPv4 IDs the kernel gives the segments of
+// a GSO send, and that the retagged ICRCs match them. Loopback normally
+// passes a GSO datagram whole (it never gets IDs), so the test re-runs
+// itself in a new network namespace where lo segments in software
+// (ethtool -K lo tx-udp-segmentation off) and reads the segments from a
+// raw socket. It needs root, unshare, ip and ethtool, and skips without.
+func TestUDPGSOWireIPv4(t *testing.T) {
+	if os.Getenv("RDMA_GO_GSO_WIRE_CHILD") == "1" {
+		gsoWireChild(t)
+		return
+	}
+	for _, tool := range []string{"unshare", "ip", "ethtool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	script := `ip link set lo up && ethtool -K lo tx-udp-segmentation off >/dev/null && exec "$0" -test.run '^TestUDPGSOWireIPv4$' -test.v`
+	cmd := exec.Command("unshare", "-n", "sh", "-c", script, os.Args[0])
+	cmd.Env = append(os.Environ(), "RDMA_GO_GSO_WIRE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "Operation not permitted") || strings.Contains(string(out), "Cannot change") {
+			t.Skipf("cannot set up the namespace: %s", out)
+		}
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "segment") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
+	if !strings.Contains(string(out), "--- PASS: TestUDPGSOWireIPv4") {
+		t.Fatalf("child did not pass:\n%s", out)
+	}
+}
+
+func gsoWireChild(t *testing.T) {
+	raw := rawSocket(t, unix.AF_INET)
+	a := listenTest(t, "127.0.0.1", UDPOptions{GSO: GSOOn})
+	b := listenTest(t, "127.0.0.2", UDPOptions{GSO: GSOOff})
+	if !a.gso.Load() {
+		t.Skip("no UDP GSO in this kernel")
+	}
+	sizes := []int{1024, 1024, 1024, 1024, 100}
+	for round := range 2 { // each send starts again at ID 0
+		out := roceBatch(a, b, sizes)
+		if err := a.Send(out); err != nil {
+			t.Fatal(err)
+		}
+		if st := a.Stats(); st.GSOSends != uint64(round+1) {
+			t.Fatalf("stats %+v: want %d GSO sends", st, round+1)
+		}
+		for i := range sizes {
+			rawWait(t, raw, func(p []byte) bool {
+				ihl := int(p[0]&0xF) * 4
+				if len(p) < ihl+8+wire.BTHLen || binary.BigEndian.Uint16(p[ihl+2:]) != b.LocalAddr().Port() {
+					return false
+				}
+				pkt := p[ihl+8:]
+				if wire.BTH(pkt).PSN() != wire.PSN(i) {
+					return false
+				}
+				if len(p) > ihl+8+len(pkt) || len(pkt) != wire.PacketLen(wire.RCWriteMiddle, sizes[i]) {
+					t.Fatalf("segment %d: %d bytes, want %d (lo did not segment?)", i, len(pkt), wire.PacketLen(wire.RCWriteMiddle, sizes[i]))
+				}
+				id := binary.BigEndian.Uint16(p[4:])
+				flags := binary.BigEndian.Uint16(p[6:])
+				body := pkt[:len(pkt)-wire.ICRCLen]
+				want := wire.ICRCWithIPv4ID(a.LocalAddr().Addr(), b.LocalAddr().Addr(), id, a.LocalAddr().Port(), b.LocalAddr().Port(), body)
+				got := binary.LittleEndian.Uint32(pkt[len(body):])
+				t.Logf("round %d segment %d: ip id %d flags %#04x icrc ok=%v", round, i, id, flags, got == want)
+				if id != uint16(i) || flags != 0x4000 || got != want {
+					t.Fatalf("segment %d: id %d flags %#x icrc %#08x (want id %d, DF, icrc %#08x)", i, id, flags, got, i, want)
+				}
+				return true
+			})
+		}
 	}
 }
