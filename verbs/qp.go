@@ -284,7 +284,8 @@ func (qp *QP) remember(a *QPAttr, mask QPAttrMask) {
 
 // Query returns the QP's attributes and creation attributes (ibv_query_qp).
 // All attributes are filled in whatever the mask; State is the current
-// state.
+// state, and from RTR on RQPSN and SQPSN are the live PSNs (the next
+// expected and the next sent), as rxe reports them.
 func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
@@ -292,9 +293,15 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 		return QPAttr{}, QPInitAttr{}, verrorf(ErrClosed, "QP destroyed")
 	}
 	a := qp.attr
-	a.State = qp.State()
+	live := qp.eqp.Attr()
+	a.State = QPState(live.State)
 	a.CurState = a.State
 	a.Cap = qp.init.Cap
+	if a.State >= QPStateRTR && a.State != QPStateErr {
+		// As rxe reports them: the next PSN the responder expects and
+		// the next the requester sends.
+		a.RQPSN, a.SQPSN = live.RQPSN, live.SQPSN
+	}
 	return a, qp.init, nil
 }
 
