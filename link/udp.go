@@ -148,9 +148,15 @@ type UDPStats struct {
 //
 // On IPv4 every socket sets IP_MTU_DISCOVER=IP_PMTUDISC_DO and is never
 // connected, so Linux sends each datagram with DF set and IP ID 0, which is
-// what the ICRC of a sent packet must be computed with. UDP checksums are
-// sent as 0 (SO_NO_CHECK, UDP_NO_CHECK6_TX) like rdma_rxe, and IPv6
-// datagrams with checksum 0 are accepted (UDP_NO_CHECK6_RX).
+// what the ICRC of a sent packet must be computed with (segments of a GSO
+// send get IDs 0, 1, 2, ...; see GSOMode). UDP checksums are sent as 0
+// (SO_NO_CHECK, UDP_NO_CHECK6_TX) like rdma_rxe, except on a link that may
+// use GSO, and IPv6 datagrams with checksum 0 are accepted
+// (UDP_NO_CHECK6_RX). With UDPOptions.GRO the kernel may coalesce received
+// datagrams (Datagram.SegSize).
+//
+// On Linux the sockets are used through raw descriptors, outside Go's
+// network poller (see sysState in udp_linux.go), and UDP is a Poller.
 //
 // UDP implements Link: Send is safe for concurrent use; Receive must be
 // called from one goroutine at a time (concurrent calls are serialized).
