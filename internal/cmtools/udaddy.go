@@ -148,7 +148,11 @@ func (t *udaddy) createMessage(n *udaddyNode) int {
 		t.o.printf("failed message allocation\n")
 		return -1
 	}
-	n.mem = make([]byte, t.messageSize+verbs.GRHLen)
+	// Unlike udaddy.c, whose receives all land in one buffer, each
+	// receive gets its own slot (and sends a slot of their own), so a
+	// message landing never overwrites the GRH being read from another.
+	// Nothing of this shows on the wire.
+	n.mem = make([]byte, (t.messageCount+1)*t.slotLen())
 	mr, err := n.pd.RegMR(n.mem, verbs.AccessLocalWrite)
 	if err != nil {
 		t.o.printf("failed to reg MR\n")
@@ -213,14 +217,17 @@ func (t *udaddy) initNode(n *udaddyNode) int {
 	return 0
 }
 
+// slotLen is the size of one receive: the message and the GRH in front.
+func (t *udaddy) slotLen() int { return t.messageSize + verbs.GRHLen }
+
 // postRecvs is post_recvs: C receives of S + 40 bytes.
 func (t *udaddy) postRecvs(n *udaddyNode) int {
 	if t.messageCount == 0 {
 		return 0
 	}
 	for i := 0; i < t.messageCount; i++ {
-		err := n.cmaID.QP().PostRecv(verbs.RecvWR{ID: uint64(n.id),
-			SGL: []verbs.SGE{n.mr.SGE(0, t.messageSize+verbs.GRHLen)}})
+		err := n.cmaID.QP().PostRecv(verbs.RecvWR{ID: uint64(n.id)<<32 | uint64(i),
+			SGL: []verbs.SGE{n.mr.SGE(i*t.slotLen(), t.slotLen())}})
 		if err != nil {
 			ret := int(verbs.ErrnoOf(err))
 			t.o.printf("failed to post receives: %d\n", ret)
@@ -240,7 +247,7 @@ func (t *udaddy) postSends(n *udaddyNode, flags verbs.SendFlags) int {
 	for i := 0; i < t.messageCount; i++ {
 		err := qp.PostSend(verbs.SendWR{ID: uint64(n.id), Opcode: verbs.WRSendWithImm, Flags: flags,
 			ImmData: qp.QPN(), AH: n.ah, RemoteQPN: n.remoteQPN, RemoteQKey: n.remoteQKey,
-			SGL: []verbs.SGE{n.mr.SGE(0, t.messageSize)}})
+			SGL: []verbs.SGE{n.mr.SGE(t.messageCount*t.slotLen(), t.messageSize)}})
 		if err != nil {
 			ret := int(verbs.ErrnoOf(err))
 			t.o.printf("failed to post sends: %d\n", ret)
@@ -430,7 +437,8 @@ func (t *udaddy) destroyNodes() {
 // first completion and the GRH in front of its message; its QPN from the
 // immediate data; the Q_Key of this node's own QP.
 func (t *udaddy) createReplyAH(n *udaddyNode, wc *verbs.WC) error {
-	ah, err := n.pd.CreateAHFromWC(wc, n.mem[:verbs.GRHLen], 1)
+	slot := int(uint32(wc.WRID)) * t.slotLen()
+	ah, err := n.pd.CreateAHFromWC(wc, n.mem[slot:slot+verbs.GRHLen], 1)
 	if err != nil {
 		return err
 	}
