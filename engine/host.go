@@ -34,6 +34,10 @@ type HostConfig struct {
 	MaxBatch int
 	// Logger receives debug logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Port is the UDP destination port of every packet sent (default
+	// 4791, RoCEv2's; another one only makes sense between soft devices,
+	// e.g. beside a kernel rdma_rxe that owns 4791).
+	Port uint16
 	// MTU is the port's active MTU in bytes, the largest UD message
 	// (default 1024, at most 4096).
 	MTU int
@@ -71,6 +75,9 @@ type Host struct {
 func NewHost(cfg HostConfig) *Host {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 32
+	}
+	if cfg.Port == 0 {
+		cfg.Port = link.RoCEPort
 	}
 	if cfg.MTU <= 0 {
 		cfg.MTU = 1024
@@ -383,8 +390,8 @@ func (t *txBatch) packet(qp *QP, op wire.Opcode, n int) []byte {
 // commit seals b with its ICRC and queues it for qp's peer.
 func (t *txBatch) commit(qp *QP, b []byte) {
 	h := t.h
-	dst := netip.AddrPortFrom(qp.attr.Remote, link.RoCEPort)
-	wire.PutICRC(h.cfg.Addr, qp.attr.Remote, qp.sport, link.RoCEPort, b)
+	dst := netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)
+	wire.PutICRC(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port, b)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
 }
 
@@ -392,9 +399,9 @@ func (t *txBatch) commit(qp *QP, b []byte) {
 func (t *txBatch) commitTo(qp *QP, b []byte, dst netip.Addr) {
 	h := t.h
 	dst = dst.Unmap()
-	wire.PutICRC(h.cfg.Addr, dst, qp.sport, link.RoCEPort, b)
+	wire.PutICRC(h.cfg.Addr, dst, qp.sport, h.cfg.Port, b)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport),
-		Dst: netip.AddrPortFrom(dst, link.RoCEPort)})
+		Dst: netip.AddrPortFrom(dst, h.cfg.Port)})
 }
 
 // flush sends everything queued in t.

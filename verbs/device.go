@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,11 @@ const (
 	// LoopbackEnv overrides the loopback device's address ("127.0.0.5"),
 	// or disables it ("off").
 	LoopbackEnv = "RDMA_GO_LOOPBACK"
+	// PortEnv sets the UDP port soft devices listen on and send to,
+	// instead of RoCEv2's 4791. Only soft devices using the same port
+	// talk to each other; it exists for hosts where the kernel's
+	// rdma_rxe owns 4791 on every address.
+	PortEnv = "RDMA_GO_PORT"
 	// ConfigFileEnv names a config file to read instead of the default
 	// $XDG_CONFIG_HOME/rdma-go/devices (or ~/.config/rdma-go/devices),
 	// then /etc/rdma-go/devices. Each line is "name addr"; # starts a
@@ -310,6 +316,13 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		err error
 	)
 	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid}
+	if p := os.Getenv(PortEnv); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return nil, verrorf(ErrInvalidArgument, "%s=%q: want a UDP port number", PortEnv, p)
+		}
+		opts.Port = uint16(n)
+	}
 	if d.auto {
 		// Every 127/8 address is local: take the first one whose RoCE
 		// port is free, so several processes share the loopback device.

@@ -98,7 +98,7 @@ func Start(l link.Link, opts Options) *Device {
 	}
 	d.host = engine.NewHost(engine.HostConfig{
 		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
-		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent,
+		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
 	})
 	d.startGSI()
 	d.poller, _ = l.(link.Poller)
