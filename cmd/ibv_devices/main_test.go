@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"github.com/rdma-go/rdma-go/internal/cli"
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -68,71 +67,18 @@ func TestStrerror(t *testing.T) {
 	}
 }
 
-// buildTool builds the package's command into a temporary directory.
-func buildTool(t *testing.T, name string) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(gobin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// toolEnv is the test's environment without rdma-go settings, with an
-// empty device config file, plus extra.
-func toolEnv(t *testing.T, extra ...string) []string {
-	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "devices")
-	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RDMA_GO_") && !strings.HasPrefix(kv, "POSIXLY_CORRECT=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "RDMA_GO_CONFIG="+cfg)
-	return append(env, extra...)
-}
-
-// runTool runs bin and returns its standard output, standard error and exit
-// status.
-func runTool(t *testing.T, bin string, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errb.String(), 0
-	case errors.As(err, &ee):
-		return out.String(), errb.String(), ee.ExitCode()
-	}
-	t.Fatalf("run %s: %v", bin, err)
-	return "", "", -1
-}
-
 func TestBinary(t *testing.T) {
-	bin := buildTool(t, "ibv_devices")
+	bin := clitest.Build(t, "ibv_devices")
 	const header = "    device          \t   node GUID\n    ------          \t----------------\n"
 
 	t.Run("no devices", func(t *testing.T) {
-		out, errs, code := runTool(t, bin, toolEnv(t, "RDMA_GO_LOOPBACK=off"))
+		out, errs, code := clitest.Run(t, bin, clitest.Env(t, "RDMA_GO_LOOPBACK=off"))
 		if code != 0 || out != header || errs != "" {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 0, headers only, nothing", code, out, errs)
 		}
 	})
 	t.Run("list failure", func(t *testing.T) {
-		out, errs, code := runTool(t, bin, toolEnv(t, "RDMA_GO_DEVICES=bad"))
+		out, errs, code := clitest.Run(t, bin, clitest.Env(t, "RDMA_GO_DEVICES=bad"))
 		if code != 1 || out != "" || errs != "Failed to get IB devices list: Invalid argument\n" {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 		}
@@ -140,7 +86,7 @@ func TestBinary(t *testing.T) {
 	line := regexp.MustCompile(`^    rgo0            \t[0-9a-f]{16}\n$`)
 	for _, args := range [][]string{nil, {"-x", "--bogus", "operand"}} {
 		t.Run("loopback "+strings.Join(args, " "), func(t *testing.T) {
-			out, errs, code := runTool(t, bin, toolEnv(t), args...)
+			out, errs, code := clitest.Run(t, bin, clitest.Env(t), args...)
 			if code != 0 || errs != "" || !strings.HasPrefix(out, header) || !line.MatchString(out[len(header):]) {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 			}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"github.com/rdma-go/rdma-go/internal/cli"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"regexp"
 	"strings"
 	"syscall"
@@ -62,61 +60,8 @@ func TestRunArgsWithoutDevices(t *testing.T) {
 	}
 }
 
-// buildTool builds the package's command into a temporary directory.
-func buildTool(t *testing.T, name string) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(gobin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// toolEnv is the test's environment without rdma-go settings, with an
-// empty device config file, plus extra.
-func toolEnv(t *testing.T, extra ...string) []string {
-	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "devices")
-	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RDMA_GO_") && !strings.HasPrefix(kv, "POSIXLY_CORRECT=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "RDMA_GO_CONFIG="+cfg)
-	return append(env, extra...)
-}
-
-// runTool runs bin and returns its standard output, standard error and exit
-// status.
-func runTool(t *testing.T, bin string, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errb.String(), 0
-	case errors.As(err, &ee):
-		return out.String(), errb.String(), ee.ExitCode()
-	}
-	t.Fatalf("run %s: %v", bin, err)
-	return "", "", -1
-}
-
 func TestBinary(t *testing.T) {
-	bin := buildTool(t, "ibv_devinfo")
+	bin := clitest.Build(t, "ibv_devinfo")
 	var usageBuf bytes.Buffer
 	writeUsage(&usageBuf, bin)
 	usage := usageBuf.String()
@@ -127,7 +72,7 @@ func TestBinary(t *testing.T) {
 	}
 	check := func(t *testing.T, env []string, args []string, want result) {
 		t.Helper()
-		out, errs, code := runTool(t, bin, env, args...)
+		out, errs, code := clitest.Run(t, bin, env, args...)
 		if out != want.out || errs != want.err || code != want.code {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q",
 				args, code, out, errs, want.code, want.out, want.err)
@@ -135,7 +80,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	t.Run("no devices", func(t *testing.T) {
-		env := toolEnv(t, "RDMA_GO_LOOPBACK=off")
+		env := clitest.Env(t, "RDMA_GO_LOOPBACK=off")
 		none := result{"", "No IB devices found\n", 255}
 		check(t, env, nil, none)
 		check(t, env, []string{"-v"}, none)
@@ -144,14 +89,14 @@ func TestBinary(t *testing.T) {
 		check(t, env, []string{"-d", "rgo0"}, result{"", "IB device 'rgo0' wasn't found\n", 255})
 	})
 	t.Run("list failure", func(t *testing.T) {
-		env := toolEnv(t, "RDMA_GO_DEVICES=bad")
+		env := clitest.Env(t, "RDMA_GO_DEVICES=bad")
 		fail := result{"", "Failed to get IB devices list: Invalid argument\n", 255}
 		check(t, env, nil, fail)
 		check(t, env, []string{"-l"}, fail)
 		check(t, env, []string{"-d", "rgo0"}, fail)
 	})
 	t.Run("argument errors", func(t *testing.T) {
-		env := toolEnv(t)
+		env := clitest.Env(t)
 		check(t, env, []string{"-x"}, result{usage, bin + ": invalid option -- 'x'\n", 255})
 		check(t, env, []string{"--xyz"}, result{usage, bin + ": unrecognized option '--xyz'\n", 255})
 		check(t, env, []string{"-i", "0"}, result{usage, "", 1})
@@ -163,8 +108,8 @@ func TestBinary(t *testing.T) {
 	})
 
 	t.Run("loopback", func(t *testing.T) {
-		env := toolEnv(t)
-		plain, errs, code := runTool(t, bin, env)
+		env := clitest.Env(t)
+		plain, errs, code := clitest.Run(t, bin, env)
 		if code != 0 || errs != "" {
 			t.Fatalf("exit %d, stderr %q", code, errs)
 		}
@@ -192,7 +137,7 @@ func TestBinary(t *testing.T) {
 			check(t, env, args, result{plain, "", 0})
 		}
 
-		verbose, errs, code := runTool(t, bin, env, "-v")
+		verbose, errs, code := clitest.Run(t, bin, env, "-v")
 		if code != 0 || errs != "" {
 			t.Fatalf("-v: exit %d, stderr %q", code, errs)
 		}
@@ -211,7 +156,7 @@ func TestBinary(t *testing.T) {
 		// The loopback device binds the first 127.0.0.x whose RoCE port is
 		// free, which other tests running at the same time may change.
 		addr := regexp.MustCompile(`::ffff:127\.0\.0\.\d+`)
-		again, errs, code := runTool(t, bin, env, "rgo0", "-v", "--verbose")
+		again, errs, code := clitest.Run(t, bin, env, "rgo0", "-v", "--verbose")
 		if code != 0 || errs != "" || addr.ReplaceAllString(again, "A") != addr.ReplaceAllString(verbose, "A") {
 			t.Errorf("rgo0 -v --verbose: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, again, verbose)
 		}

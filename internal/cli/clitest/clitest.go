@@ -1,0 +1,68 @@
+// Package clitest holds the helpers of the command tests that build the
+// command under test and run it as a process.
+package clitest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Build builds the package in the current directory (the test's) into a
+// temporary directory as name and returns its path; without a go command
+// the test is skipped.
+func Build(t *testing.T, name string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command(gobin, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Env is the test's environment without rdma-go settings, with an
+// empty device config file, plus extra.
+func Env(t *testing.T, extra ...string) []string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "devices")
+	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RDMA_GO_") && !strings.HasPrefix(kv, "POSIXLY_CORRECT=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "RDMA_GO_CONFIG="+cfg)
+	return append(env, extra...)
+}
+
+// Run runs bin with env and args and returns its standard output,
+// standard error and exit status.
+func Run(t *testing.T, bin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errb.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), errb.String(), ee.ExitCode()
+	}
+	t.Fatalf("run %s: %v", bin, err)
+	return "", "", -1
+}
