@@ -46,7 +46,14 @@ func (d *Device) Open() (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Context{dev: d, run: run, mtu: softdev.ActiveMTU(run.Addr()), events: newEventQueue()}, nil
+	c := &Context{dev: d, run: run, mtu: softdev.ActiveMTU(run.Addr()), events: newEventQueue()}
+	d.mu.Lock()
+	if d.ctxs == nil {
+		d.ctxs = make(map[*Context]struct{})
+	}
+	d.ctxs[c] = struct{}{}
+	d.mu.Unlock()
+	return c, nil
 }
 
 // Device returns the device this context was opened on.
@@ -69,6 +76,9 @@ func (c *Context) Close() error {
 	case c.events.ready <- struct{}{}:
 	default:
 	}
+	c.dev.mu.Lock()
+	delete(c.dev.ctxs, c)
+	c.dev.mu.Unlock()
 	return c.dev.release()
 }
 
@@ -179,7 +189,7 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 	}
 	active, _ := MTUFromBytes(c.mtu)
 	return PortAttr{
-		State: PortActive, MaxMTU: MTU4096, ActiveMTU: active, GIDTblLen: gidTableLen,
+		State: c.dev.portState(), MaxMTU: MTU4096, ActiveMTU: active, GIDTblLen: gidTableLen,
 		PortCapFlags: portCapFlags, MaxMsgSz: maxMsgSize, PKeyTblLen: 1, MaxVLNum: 1,
 		ActiveWidth: 1, ActiveSpeed: 8, PhysState: 5, LinkLayer: LinkLayerEthernet,
 		QKeyViolCntr: uint32(c.host().Stats().DropQKey.Load()),

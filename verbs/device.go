@@ -52,6 +52,33 @@ type Device struct {
 	mu   sync.Mutex
 	refs int
 	run  *softdev.Device
+	ctxs map[*Context]struct{} // open contexts, for port events
+	down bool                  // the running device's link failed
+}
+
+// portDown marks the port down and gives every open context a PORT_ERR
+// event.
+func (d *Device) portDown() {
+	d.mu.Lock()
+	d.down = true
+	ctxs := make([]*Context, 0, len(d.ctxs))
+	for c := range d.ctxs {
+		ctxs = append(ctxs, c)
+	}
+	d.mu.Unlock()
+	for _, c := range ctxs {
+		c.events.push(AsyncEvent{Type: EventPortErr, Port: 1})
+	}
+}
+
+// portState is the port's state: ACTIVE, or DOWN once the link failed.
+func (d *Device) portState() PortState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.down {
+		return PortDown
+	}
+	return PortActive
 }
 
 // Name returns the device name (as ibv_get_device_name).
@@ -315,7 +342,7 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		run *softdev.Device
 		err error
 	)
-	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid}
+	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid, OnPortDown: d.portDown}
 	if p := os.Getenv(PortEnv); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
@@ -339,7 +366,7 @@ func (d *Device) acquire() (*softdev.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verbs: open %s: %w", d.name, err)
 	}
-	d.run, d.refs = run, 1
+	d.run, d.refs, d.down = run, 1, false
 	return run, nil
 }
 

@@ -36,18 +36,22 @@ type Options struct {
 	// GUID is the device's node GUID, which the connection manager sends
 	// as its CA GUID.
 	GUID uint64
+	// OnPortDown is called once if the device's link fails and it stops
+	// receiving (the port goes down).
+	OnPortDown func()
 }
 
 // Device is a running soft device bound to one IP address.
 type Device struct {
-	host *engine.Host
-	gsi  *gsi.Port
-	guid uint64
-	link link.Link
-	log  *slog.Logger
-	done chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	onPortDown func()
+	host       *engine.Host
+	gsi        *gsi.Port
+	guid       uint64
+	link       link.Link
+	log        *slog.Logger
+	done       chan struct{}
+	wg         sync.WaitGroup
+	once       sync.Once
 
 	// poller is the link's non-waiting receive (nil when it has none).
 	// rxMu serializes reading it and processing what was read, so that
@@ -91,7 +95,7 @@ func Start(l link.Link, opts Options) *Device {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	d := &Device{link: l, log: lg, done: make(chan struct{}), guid: opts.GUID}
+	d := &Device{link: l, log: lg, done: make(chan struct{}), guid: opts.GUID, onPortDown: opts.OnPortDown}
 	var send engine.Sender = l
 	if raceEnabled {
 		send = raceLink{l}
@@ -249,6 +253,9 @@ func (d *Device) receiveLoop() {
 		if err != nil {
 			if !errors.Is(err, link.ErrClosed) {
 				d.log.Error("softdev: receive failed; device stops", "addr", d.Addr(), "err", err)
+				if d.onPortDown != nil {
+					d.onPortDown()
+				}
 			}
 			return
 		}
