@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -158,7 +159,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // its retransmissions the client sees UNREACHABLE, status −ETIMEDOUT.
 func TestServerVanishes(t *testing.T) {
 	p := newPair(t, 0)
-	softdev.Lookup(p.srv).Close() // the server's machine is gone
+	machineDies(t, p.srv) // the server's machine is gone
 	p.dial(nil, true)
 	ev := next(t, p.cch, rdmacm.EventUnreachable)
 	if ev.Status != -int(syscall.ETIMEDOUT) {
@@ -182,7 +183,7 @@ func TestClientVanishesMidHandshake(t *testing.T) {
 	must(t, err)
 	defer c.Destroy()
 	req := next(t, p.sch, rdmacm.EventConnectRequest)
-	softdev.Lookup(p.cli).Close() // the client's machine dies
+	machineDies(t, p.cli) // the client's machine dies
 	must(t, req.ID.CreateQP(nil, nil))
 	defer req.ID.Destroy()
 	defer req.ID.DestroyQP()
@@ -191,6 +192,21 @@ func TestClientVanishesMidHandshake(t *testing.T) {
 	if ev.Status != -int(syscall.ETIMEDOUT) || ev.ID != req.ID {
 		t.Fatalf("UNREACHABLE %+v", ev)
 	}
+}
+
+// machineDies stops the device on addr and keeps its RoCE port bound by a
+// socket that never answers: a dead machine. Without it, a device of
+// another test process (go test runs packages in parallel) may take the
+// freed loopback address at once and answer for the dead one — a stateless
+// DREP, a REJ — which is right for it, and not what these tests are about.
+func machineDies(t *testing.T, addr netip.Addr) {
+	t.Helper()
+	softdev.Lookup(addr).Close()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, link.RoCEPort)))
+	if err != nil {
+		t.Skipf("%s was taken by another process as soon as its device closed: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
 }
 
 func cmaHeader(src netip.Addr, port uint16, dst netip.Addr) []byte {
@@ -211,7 +227,7 @@ func TestPeerVanishesEstablished(t *testing.T) {
 	must(t, req.ID.Accept(tctx(t), nil))
 	next(t, p.cch, rdmacm.EventEstablished)
 	next(t, p.sch, rdmacm.EventEstablished)
-	softdev.Lookup(p.srv).Close()
+	machineDies(t, p.srv)
 	must(t, id.Disconnect())
 	ev := next(t, p.cch, rdmacm.EventDisconnected)
 	if ev.Status != -int(syscall.ETIMEDOUT) {
