@@ -322,84 +322,124 @@ func (s *session) newTiming(n uint64) *BWTiming {
 // QP, signalling one in cq_mod, until every QP has sent iters.
 func (s *session) runBWClient() (*BWTiming, error) {
 	c := s.cfg
-	nq := len(s.qps)
-	iters := uint64(c.Iters)
-	tot := iters * uint64(nq)
-	tm := s.newTiming(tot)
-	st := s.setSendWQEs()
-	clk := newDurClock(c)
-	clk.start()
-	scnt := make([]uint64, nq)
-	ccnt := make([]uint64, nq)
-	var totS, totC uint64
-	pl, cqMod := uint64(c.PostList), uint64(c.CQMod)
-	step := inc(s.size, s.cacheLine)
-	wrapEvery := uint64(s.cycle) / step
-	stepAddrs := pl == 1 && s.size <= uint64(s.cycle/2)
-	wc := make([]verbs.WC, 16)
-	if !clk.on && c.NoPeak {
-		tm.Posted[0] = nowNS()
+	bw := s.newBWSender(16)
+	bw.clk.start()
+	if !bw.clk.on && c.NoPeak {
+		bw.tm.Posted[0] = nowNS()
 	}
-	for totS < tot || totC < tot || (clk.on && !clk.ended()) {
-		for q := 0; q < nq; q++ {
-			w := &st[q].wrs[0]
-			for (scnt[q] < iters || clk.on) && scnt[q]-ccnt[q]+pl <= uint64(c.TxDepth) {
-				if pl == 1 && scnt[q]%cqMod == 0 && cqMod > 1 && !(!clk.on && scnt[q] == iters-1) {
-					w.Flags &^= verbs.SendSignaled
-				}
-				if !c.NoPeak {
-					tm.Posted[totS] = nowNS()
-				}
-				if clk.ended() {
-					break
-				}
-				if err := s.qps[q].PostSend(st[q].wrs...); err != nil {
-					return nil, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %v", q, scnt[q], err)
-				}
-				if stepAddrs {
-					st[q].sgl[0].Addr = stepAddr(st[q].sgl[0].Addr, step, scnt[q], wrapEvery, st[q].localBase)
-					if c.Test.Verb != Send {
-						w.RemoteAddr = stepAddr(w.RemoteAddr, step, scnt[q], wrapEvery, st[q].remoteBase)
-					}
-				}
-				scnt[q] += pl
-				totS += pl
-				if pl == 1 && (scnt[q]%cqMod == cqMod-1 || (!clk.on && scnt[q] == iters-1)) {
-					w.Flags |= verbs.SendSignaled
-				}
+	for bw.totS < bw.tot || bw.totC < bw.tot || (bw.clk.on && !bw.clk.ended()) {
+		for q := range s.qps {
+			if err := bw.post(q, c.Test.Verb != Send); err != nil {
+				return nil, err
 			}
 		}
-		if totC < tot || (clk.on && totC < totS) {
-			n, err := s.poll(s.sendCQ, wc, clk.deadline())
+		if bw.totC < bw.tot || (bw.clk.on && bw.totC < bw.totS) {
+			n, err := s.poll(s.sendCQ, bw.wc, bw.clk.deadline())
 			if err != nil {
 				return nil, err
 			}
 			for i := 0; i < n; i++ {
-				if wc[i].Status != verbs.WCSuccess {
-					return nil, errSend(&wc[i], totS, totC)
-				}
-				q := int(wc[i].WRID)
-				ccnt[q] += cqMod
-				totC += cqMod
-				if !c.NoPeak {
-					tm.Completed[min(totC, tot)-1] = nowNS()
-				}
-				if clk.sampling() {
-					clk.iters += cqMod
+				if err := bw.completed(&bw.wc[i]); err != nil {
+					return nil, err
 				}
 			}
 		}
-		clk.tick()
+		bw.clk.tick()
 		if err := s.ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	if clk.on {
-		tm.Posted[0], tm.Completed[0], tm.Iters = clk.t0, clk.t1, clk.iters
-	} else if c.NoPeak {
-		tm.Completed[0] = nowNS()
+	return bw.finish(), nil
+}
+
+// bwSender is the send side shared by the BW loops (run_iter_bw and
+// run_iter_bi): per-QP posted and completed counts, post lists, CQ
+// moderation, address stepping and the timing.
+type bwSender struct {
+	s               *session
+	st              []*sendState
+	scnt, ccnt      []uint64
+	totS, totC      uint64
+	iters, tot      uint64
+	pl, cqMod       uint64
+	step, wrapEvery uint64
+	stepAddrs       bool
+	tm              *BWTiming
+	clk             *durClock
+	wc              []verbs.WC
+}
+
+func (s *session) newBWSender(wcs int) *bwSender {
+	c := s.cfg
+	nq := len(s.qps)
+	b := &bwSender{s: s, st: s.setSendWQEs(), scnt: make([]uint64, nq), ccnt: make([]uint64, nq),
+		iters: uint64(c.Iters), pl: uint64(c.PostList), cqMod: uint64(c.CQMod),
+		step: inc(s.size, s.cacheLine), clk: newDurClock(c), wc: make([]verbs.WC, wcs)}
+	b.tot = b.iters * uint64(nq)
+	b.tm = s.newTiming(b.tot)
+	b.wrapEvery = uint64(s.cycle) / b.step
+	b.stepAddrs = b.pl == 1 && s.size <= uint64(s.cycle/2)
+	return b
+}
+
+// post keeps QP q's window of tx_depth full, signaling one in cq_mod
+// sends; stepRemote also walks the remote address (WRITE/READ/atomic).
+func (b *bwSender) post(q int, stepRemote bool) error {
+	c, st, clk, pl, cqMod := b.s.cfg, b.st[q], b.clk, b.pl, b.cqMod
+	w := &st.wrs[0]
+	for (b.scnt[q] < b.iters || clk.on) && b.scnt[q]-b.ccnt[q]+pl <= uint64(c.TxDepth) {
+		if pl == 1 && b.scnt[q]%cqMod == 0 && cqMod > 1 && !(!clk.on && b.scnt[q] == b.iters-1) {
+			w.Flags &^= verbs.SendSignaled
+		}
+		if !c.NoPeak {
+			b.tm.Posted[b.totS] = nowNS()
+		}
+		if clk.ended() {
+			break
+		}
+		if err := b.s.qps[q].PostSend(st.wrs...); err != nil {
+			return fmt.Errorf("Couldn't post send: qp %d scnt=%d: %v", q, b.scnt[q], err)
+		}
+		if b.stepAddrs {
+			st.sgl[0].Addr = stepAddr(st.sgl[0].Addr, b.step, b.scnt[q], b.wrapEvery, st.localBase)
+			if stepRemote {
+				w.RemoteAddr = stepAddr(w.RemoteAddr, b.step, b.scnt[q], b.wrapEvery, st.remoteBase)
+			}
+		}
+		b.scnt[q] += pl
+		b.totS += pl
+		if pl == 1 && (b.scnt[q]%cqMod == cqMod-1 || (!clk.on && b.scnt[q] == b.iters-1)) {
+			w.Flags |= verbs.SendSignaled
+		}
 	}
-	return tm, nil
+	return nil
+}
+
+// completed accounts one signaled send completion: cq_mod sends of its QP.
+func (b *bwSender) completed(w *verbs.WC) error {
+	if w.Status != verbs.WCSuccess {
+		return errSend(w, b.totS, b.totC)
+	}
+	b.ccnt[int(w.WRID)] += b.cqMod
+	b.totC += b.cqMod
+	if !b.s.cfg.NoPeak {
+		b.tm.Completed[min(b.totC, b.tot)-1] = nowNS()
+	}
+	if b.clk.sampling() {
+		b.clk.iters += b.cqMod
+	}
+	return nil
+}
+
+// finish closes the timing: the duration window, or the end time when
+// per-message times are not kept.
+func (b *bwSender) finish() *BWTiming {
+	if b.clk.on {
+		b.tm.Posted[0], b.tm.Completed[0], b.tm.Iters = b.clk.t0, b.clk.t1, b.clk.iters
+	} else if b.s.cfg.NoPeak {
+		b.tm.Completed[0] = nowNS()
+	}
+	return b.tm
 }
 
 // runBWServer is run_iter_bw_server: receive iters messages per QP,
@@ -457,59 +497,28 @@ func (s *session) runBWServer() (*BWTiming, error) {
 // on one CQ here, told apart by opcode.
 func (s *session) runBI() (*BWTiming, error) {
 	c := s.cfg
-	nq := len(s.qps)
-	iters := uint64(c.Iters)
-	tot := iters * uint64(nq)
-	tm := s.newTiming(tot)
-	st := s.setSendWQEs()
-	clk := newDurClock(c)
-	scnt := make([]uint64, nq)
-	ccnt := make([]uint64, nq)
-	var totS, totC, totR uint64
-	pl, cqMod := uint64(c.PostList), uint64(c.CQMod)
-	step := inc(s.size, s.cacheLine)
-	wrapEvery := uint64(s.cycle) / step
-	stepAddrs := pl == 1 && s.size <= uint64(s.cycle/2)
-	wc := make([]verbs.WC, 32)
+	bw := s.newBWSender(32)
+	clk := bw.clk
+	var totR uint64
 	beforeFirstRx := !c.Client
 	if c.NoPeak {
-		tm.Posted[0] = nowNS()
+		bw.tm.Posted[0] = nowNS()
 	}
 	if c.Client {
 		clk.start()
 	}
-	for (clk.on && !clk.ended()) || totC < tot || totR < tot {
-		for q := 0; q < nq && !beforeFirstRx; q++ {
-			w := &st[q].wrs[0]
-			for (scnt[q] < iters || clk.on) && scnt[q]-ccnt[q]+pl <= uint64(c.TxDepth) {
-				if pl == 1 && scnt[q]%cqMod == 0 && cqMod > 1 && !(!clk.on && scnt[q] == iters-1) {
-					w.Flags &^= verbs.SendSignaled
-				}
-				if !c.NoPeak {
-					tm.Posted[totS] = nowNS()
-				}
-				if clk.ended() {
-					break
-				}
-				if err := s.qps[q].PostSend(st[q].wrs...); err != nil {
-					return nil, fmt.Errorf("Couldn't post send: qp %d scnt=%d: %v", q, scnt[q], err)
-				}
-				if stepAddrs {
-					st[q].sgl[0].Addr = stepAddr(st[q].sgl[0].Addr, step, scnt[q], wrapEvery, st[q].localBase)
-				}
-				scnt[q] += pl
-				totS += pl
-				if pl == 1 && (scnt[q]%cqMod == cqMod-1 || (!clk.on && scnt[q] == iters-1)) {
-					w.Flags |= verbs.SendSignaled
-				}
+	for (clk.on && !clk.ended()) || bw.totC < bw.tot || totR < bw.tot {
+		for q := 0; q < len(s.qps) && !beforeFirstRx; q++ {
+			if err := bw.post(q, false); err != nil {
+				return nil, err
 			}
 		}
-		n, err := s.poll(s.sendCQ, wc, clk.deadline())
+		n, err := s.poll(s.sendCQ, bw.wc, clk.deadline())
 		if err != nil {
 			return nil, err
 		}
 		for i := 0; i < n; i++ {
-			w := &wc[i]
+			w := &bw.wc[i]
 			if w.Opcode.IsRecv() {
 				if w.Status != verbs.WCSuccess {
 					return nil, errRecv(w, totR)
@@ -527,17 +536,8 @@ func (s *session) runBI() (*BWTiming, error) {
 				}
 				continue
 			}
-			if w.Status != verbs.WCSuccess {
-				return nil, errSend(w, totS, totC)
-			}
-			q := int(w.WRID)
-			ccnt[q] += cqMod
-			totC += cqMod
-			if !c.NoPeak {
-				tm.Completed[min(totC, tot)-1] = nowNS()
-			}
-			if clk.sampling() {
-				clk.iters += cqMod
+			if err := bw.completed(w); err != nil {
+				return nil, err
 			}
 		}
 		clk.tick()
@@ -545,12 +545,7 @@ func (s *session) runBI() (*BWTiming, error) {
 			return nil, err
 		}
 	}
-	if clk.on {
-		tm.Posted[0], tm.Completed[0], tm.Iters = clk.t0, clk.t1, clk.iters
-	} else if c.NoPeak {
-		tm.Completed[0] = nowNS()
-	}
-	return tm, nil
+	return bw.finish(), nil
 }
 
 // warmUp is perform_warm_up: a window of operations before the
