@@ -811,6 +811,36 @@ func (cb *rpingCB) formatSend(mr *verbs.MR) {
 	cb.r.o.debugf("RDMA addr %x rkey %x len %d\n", mr.Addr(), mr.RKey(), cb.size)
 }
 
+// Results of await other than 0.
+const (
+	awaitFailed   = 1 // the wait itself failed: the caller gives up with -1
+	awaitBadState = 2 // another state came: rping prints it and stops the loop
+)
+
+// await is the C code's sem_wait followed by a state test: it waits for
+// the next event and checks the state is want, printing rping's "wait for
+// NAME state N" otherwise.
+func (cb *rpingCB) await(want int32, name string) int {
+	if cb.wait() != nil {
+		return awaitFailed
+	}
+	if st := cb.state.Load(); st != want {
+		cb.r.o.eprintf("wait for %s state %d\n", name, st)
+		return awaitBadState
+	}
+	return 0
+}
+
+// posted reports a failed post as rping does and returns its errno (0
+// when err is nil).
+func (cb *rpingCB) posted(err error) int {
+	if err == nil {
+		return 0
+	}
+	cb.r.o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
+	return int(verbs.ErrnoOf(err))
+}
+
 // cstr is the C string at the start of b.
 func cstr(b []byte) []byte {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
@@ -827,26 +857,22 @@ func (cb *rpingCB) testServer() int {
 	ret := 0
 	for {
 		// Wait for the client's start buffer advertisement.
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpReadAdv {
-			o.eprintf("wait for RDMA_READ_ADV state %d\n", st)
+		if w := cb.await(rpReadAdv, "RDMA_READ_ADV"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
 		o.debugf("server received sink adv\n")
-		if err := cb.postRDMA(verbs.WRRDMARead, cb.remoteLen); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postRDMA(verbs.WRRDMARead, cb.remoteLen)); ret != 0 {
 			break
 		}
 		o.debugf("server posted rdma read req \n")
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpReadComplete {
-			o.eprintf("wait for RDMA_READ_COMPLETE state %d\n", st)
+		if w := cb.await(rpReadComplete, "RDMA_READ_COMPLETE"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
@@ -854,40 +880,32 @@ func (cb *rpingCB) testServer() int {
 		if cb.verbose {
 			o.printf("server ping data: %s\n", cstr(cb.rdmaBuf))
 		}
-		if err := cb.postSend(); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postSend()); ret != 0 {
 			break
 		}
 		o.debugf("server posted go ahead\n")
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpWriteAdv {
-			o.eprintf("wait for RDMA_WRITE_ADV state %d\n", st)
+		if w := cb.await(rpWriteAdv, "RDMA_WRITE_ADV"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
 		o.debugf("server received sink adv\n")
 		n := uint32(len(cstr(cb.rdmaBuf)) + 1)
 		o.debugf("rdma write from lkey %x laddr %x len %d\n", cb.rdmaMR.LKey(), cb.rdmaMR.Addr(), n)
-		if err := cb.postRDMA(verbs.WRRDMAWrite, n); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postRDMA(verbs.WRRDMAWrite, n)); ret != 0 {
 			break
 		}
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpWriteComplete {
-			o.eprintf("wait for RDMA_WRITE_COMPLETE state %d\n", st)
+		if w := cb.await(rpWriteComplete, "RDMA_WRITE_COMPLETE"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
 		o.debugf("server rdma write complete \n")
-		if err := cb.postSend(); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postSend()); ret != 0 {
 			break
 		}
 		o.debugf("server posted go ahead\n")
@@ -1026,32 +1044,26 @@ func (cb *rpingCB) testClient() int {
 		cb.startBuf[cb.size-1] = 0
 
 		cb.formatSend(cb.startMR)
-		if err := cb.postSend(); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postSend()); ret != 0 {
 			break
 		}
 		// Wait for the server to ACK.
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpWriteAdv {
-			o.eprintf("wait for RDMA_WRITE_ADV state %d\n", st)
+		if w := cb.await(rpWriteAdv, "RDMA_WRITE_ADV"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
 		cb.formatSend(cb.rdmaMR)
-		if err := cb.postSend(); err != nil {
-			o.eprintf("post send error %d\n", verbs.ErrnoOf(err))
-			ret = int(verbs.ErrnoOf(err))
+		if ret = cb.posted(cb.postSend()); ret != 0 {
 			break
 		}
 		// Wait for the server to say the RDMA WRITE is complete.
-		if cb.wait() != nil {
-			return -1
-		}
-		if st := cb.state.Load(); st != rpWriteComplete {
-			o.eprintf("wait for RDMA_WRITE_COMPLETE state %d\n", st)
+		if w := cb.await(rpWriteComplete, "RDMA_WRITE_COMPLETE"); w != 0 {
+			if w == awaitFailed {
+				return -1
+			}
 			ret = -1
 			break
 		}
