@@ -234,11 +234,12 @@ func (d *Device) receiveLoop() {
 				case <-d.done:
 					return
 				}
-				if d.pollHold() == 0 {
-					d.poller.SetQuiet(false)
-				}
 				continue
 			}
+			// Back in the wait set before waiting: the hold may have
+			// ended between two reads of the clock, and a socket left
+			// quiet here would wake nobody, ever.
+			d.poller.SetQuiet(false)
 			got, err = d.poller.ReceiveLocked(&d.rxMu, d.rx.reset())
 			if got > 0 {
 				d.process(d.rx.d[:got])
