@@ -10,6 +10,6 @@
 // what lets tests run many QPs over a lossy in-memory network with a fake
 // clock, deterministically from a seed.
 //
-// Wire behaviour follows the project's spec/roce-wire.md §6 (RC as Linux
+// Wire behaviour follows the project's docs/spec/roce-wire.md §6 (RC as Linux
 // rdma_rxe implements it).
 package engine

@@ -12,7 +12,7 @@ import (
 	"github.com/rdma-go/rdma-go/wire"
 )
 
-// Tests of the RC error paths (spec/roce-wire.md §6.3–§6.7, §8): remote
+// Tests of the RC error paths (docs/spec/roce-wire.md §6.3–§6.7, §8): remote
 // access errors, retry and RNR exhaustion, misaligned atomics, unsignaled
 // error completions, opcode sequence errors and the receive-path filters.
 // Loss-recovery rules that end in success live in rc_test.go.

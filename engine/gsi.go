@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The General Services Interface (spec/cm-mad.md §1): management datagrams
+// The General Services Interface (docs/spec/cm-mad.md §1): management datagrams
 // travel between QP1s as UD SEND-only packets with the well-known Q_Key.
 const (
 	// GSIQPN is the QP number of the General Services Interface.

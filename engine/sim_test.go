@@ -1,6 +1,6 @@
 package engine
 
-// Ring 2 of the test plan (DESIGN.md, "Testing, in rings"): a deterministic
+// Ring 2 of the test plan (docs/DESIGN.md, "Testing, in rings"): a deterministic
 // simulation of many RC QP pairs over one lossy, reordering, duplicating and
 // corrupting memlink.Network, driven by a fake clock from a seed, with every
 // outcome checked against a model.

@@ -15,7 +15,7 @@ import (
 	"github.com/rdma-go/rdma-go/wire"
 )
 
-// Tests of the UC transport (spec/roce-wire.md §7.1): nothing flows back, the
+// Tests of the UC transport (docs/spec/roce-wire.md §7.1): nothing flows back, the
 // requester completes on send, and the responder drops whatever follows a
 // gap up to the next FIRST or ONLY packet, so that a partial or mixed
 // message is never delivered. This file also holds the helpers that the UD,

@@ -12,7 +12,7 @@ import (
 	"github.com/rdma-go/rdma-go/wire"
 )
 
-// Tests of the UD transport (spec/roce-wire.md §7.2): DETH, Q_Keys, the
+// Tests of the UD transport (docs/spec/roce-wire.md §7.2): DETH, Q_Keys, the
 // 40-byte GRH area, the MTU limit, and silent drops.
 
 // udQKey is the Q_Key of the test UD QPs (bit 31 clear: not controlled).

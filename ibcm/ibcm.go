@@ -1,5 +1,5 @@
 // Package ibcm is the InfiniBand Communication Manager as Linux's ib_cm runs
-// it over RoCE (spec/cm-mad.md §3): connection setup with REQ, REP and RTU,
+// it over RoCE (docs/spec/cm-mad.md §3): connection setup with REQ, REP and RTU,
 // rejection, MRA, teardown with DREQ and DREP, TimeWait, and service ID
 // resolution (SIDR) for UD, carried in MADs over QP1.
 //

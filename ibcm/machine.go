@@ -37,7 +37,7 @@ type output struct {
 func (o *output) send(to mad.Address, m mad.MAD) { o.sends = append(o.sends, outMAD{to, m}) }
 func (o *output) event(ev Event)                 { o.events = append(o.events, ev) }
 
-// machine is one connection's protocol state (spec/cm-mad.md §3.5): plain
+// machine is one connection's protocol state (docs/spec/cm-mad.md §3.5): plain
 // data changed only by its methods, which take the current time and record
 // MADs to send and events to deliver in an output. Its timer is the single
 // deadline field; the owner calls timer when it passes.

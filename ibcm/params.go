@@ -8,7 +8,7 @@ import (
 
 // Path is the primary path of a connection as it goes into a REQ: on RoCE
 // both ends' IP addresses (as GIDs) and the IP header fields, built locally
-// without any Subnet Administrator (spec/cm-mad.md §4.4).
+// without any Subnet Administrator (docs/spec/cm-mad.md §4.4).
 type Path struct {
 	Local, Remote  netip.Addr // the REQ sender's and receiver's addresses
 	FlowLabel      uint32

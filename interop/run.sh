@@ -394,7 +394,7 @@ for kind in rc uc ud srq; do
 done
 
 # ------------------------------------------------------------------ RDMA CM tools
-# rping, ucmatose, udaddy and rdma_server/rdma_client (spec/tools.md §4, §7):
+# rping, ucmatose, udaddy and rdma_server/rdma_client (docs/spec/tools.md §4, §7):
 # connections are set up by the IB CM over QP1 (REQ/REP/RTU, SIDR for
 # udaddy), no TCP side channel. Each case runs in both directions; a side
 # passes when it exits 0 and prints its success lines (cm_side_ok). Then a

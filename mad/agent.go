@@ -31,7 +31,7 @@ func (systemClock) AfterFunc(d time.Duration, f func()) func() bool {
 func SystemClock() Clock { return systemClock{} }
 
 // Address says where a MAD comes from or goes to. On RoCEv2 a GID is an IP
-// address, so addresses are IPs (spec/cm-mad.md §1.3–§1.4).
+// address, so addresses are IPs (docs/spec/cm-mad.md §1.3–§1.4).
 type Address struct {
 	// Remote is the peer: the source IP of a received MAD, the
 	// destination of a sent one.
@@ -379,7 +379,7 @@ func (r *Registration) expire(p *request) {
 
 // Deliver hands the agent a MAD received on QP1, with where it came from
 // and when. The agent copies what it keeps. It applies Linux's rules
-// (spec/cm-mad.md §7): base version 1 only; subnet management classes
+// (docs/spec/cm-mad.md §7): base version 1 only; subnet management classes
 // dropped; CM MADs other than Sends and ClassPortInfo dropped; responses
 // routed to the registration whose HiTID is in the TID's high 32 bits and
 // matched to an outstanding request; requests to the registration for

@@ -2,7 +2,7 @@ package mad
 
 import "net/netip"
 
-// CM attribute IDs: the message types (spec/cm-mad.md §3.1).
+// CM attribute IDs: the message types (docs/spec/cm-mad.md §3.1).
 const (
 	AttrREQ     = 0x0010
 	AttrMRA     = 0x0011
@@ -305,7 +305,7 @@ func (r REQ) SetSAPSupported(v bool) { setBool(r, 163, 0x04, v) }
 func (r REQ) SetPrivateData(p []byte) bool { return putData(r, 164, REQPrivateDataLen, p) }
 
 // Path is the 44-byte path description of a REQ (primary or alternate;
-// offsets relative to its start, spec/cm-mad.md §3.3).
+// offsets relative to its start, docs/spec/cm-mad.md §3.3).
 type Path []byte
 
 // LocalLID returns the local port LID (0xFFFF on RoCE).

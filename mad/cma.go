@@ -7,7 +7,7 @@ import (
 
 // CMAHeaderLen is the size of the rdma_cm header at the start of the private
 // data of a REQ or SIDR_REQ sent for an AF_INET or AF_INET6 id
-// (spec/cm-mad.md §4.2).
+// (docs/spec/cm-mad.md §4.2).
 const CMAHeaderLen = 36
 
 // CMAVersion is the only header version Linux accepts.

@@ -5,7 +5,7 @@
 //
 // A view is its bytes, in the style of gVisor's pkg/tcpip/header: a REQ is
 // the 256-byte MAD that holds it, and its accessors read and write the
-// fields in place at the offsets of spec/cm-mad.md §2–§6 (MAD byte offsets,
+// fields in place at the offsets of docs/spec/cm-mad.md §2–§6 (MAD byte offsets,
 // big-endian, IBTA bit numbering). Views never allocate and never check
 // lengths: obtain a MAD from Parse (or New), which guarantees the 256
 // bytes every view needs.

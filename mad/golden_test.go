@@ -26,7 +26,7 @@ func hexDump(t *testing.T, s string) []byte {
 	return out
 }
 
-// spec/cm-mad.md §8.2: the REQ of an rdma_cm client on 192.0.2.1 port 40000
+// docs/spec/cm-mad.md §8.2: the REQ of an rdma_cm client on 192.0.2.1 port 40000
 // connecting to 192.0.2.2 port 7471 (RDMA_PS_TCP).
 const specREQ = `
   0  00:  01 07 02 03 00 00 00 00 00 00 00 02 8a 3c 1d 27

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Sizes and well-known values of MADs on QP1 (spec/cm-mad.md §1–§2).
+// Sizes and well-known values of MADs on QP1 (docs/spec/cm-mad.md §1–§2).
 const (
 	// Size is the size of every MAD on the wire: header and class data.
 	Size = 256
@@ -74,7 +74,7 @@ var (
 )
 
 // MAD is a 256-byte management datagram. Its accessors read and write the
-// common header (spec/cm-mad.md §2); the class views (REQ, PortCounters, …)
+// common header (docs/spec/cm-mad.md §2); the class views (REQ, PortCounters, …)
 // give the rest.
 type MAD []byte
 

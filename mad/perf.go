@@ -1,6 +1,6 @@
 package mad
 
-// PerfMgt attributes (class 0x04, version 1; spec/cm-mad.md §6).
+// PerfMgt attributes (class 0x04, version 1; docs/spec/cm-mad.md §6).
 const (
 	AttrPortSamplesControl       = 0x0010
 	AttrPortSamplesResult        = 0x0011

@@ -41,7 +41,7 @@ type PerfMgtConfig struct {
 	RespTimeValue uint8
 }
 
-// PerfMgt answers PerfMgt Get and Set (spec/cm-mad.md §6): ClassPortInfo,
+// PerfMgt answers PerfMgt Get and Set (docs/spec/cm-mad.md §6): ClassPortInfo,
 // PortCounters and PortCountersExtended; any other attribute gets status
 // 0x000C and a PortSelect naming no port 0x001C. Set clears the selected
 // counters (by remembering a baseline) and answers like Get.

@@ -1,6 +1,6 @@
 // Package rdmacm is the RDMA connection manager: librdmacm's API in Go,
 // over the IB CM that the soft device runs on QP1, interoperable with the
-// Linux kernel's rdma_cm (spec/cm-mad.md §4–§5, spec/rdma-core-surface.md
+// Linux kernel's rdma_cm (docs/spec/cm-mad.md §4–§5, docs/spec/rdma-core-surface.md
 // §2).
 //
 // The librdmacm surface maps one to one: event channels (CreateEventChannel,
@@ -34,7 +34,7 @@
 // Checked in the interop lab (interop_test.go) against Debian 12's kernel
 // 6.1 with rdma_rxe and rdma-core 44: rping, udaddy and
 // rdma_server/rdma_client in both roles, and REJ "invalid service ID" both
-// ways. What Linux did that spec/cm-mad.md does not say:
+// ways. What Linux did that docs/spec/cm-mad.md does not say:
 //
 //   - Its REQs carry PrimaryLocalACKTimeout 19, i.e. a packet life time of
 //     18 (the older CMA_IBOE_PACKET_LIFETIME), so it re-sends REQ and DREQ

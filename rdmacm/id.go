@@ -445,7 +445,7 @@ func (id *ID) resolveLocked(src, dst netip.AddrPort) error {
 }
 
 // ResolveRoute builds the path to the resolved address (rdma_resolve_route):
-// on RoCE, locally, from the two IP addresses (spec/cm-mad.md §4.4).
+// on RoCE, locally, from the two IP addresses (docs/spec/cm-mad.md §4.4).
 // ROUTE_RESOLVED follows.
 func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	id.mu.Lock()
@@ -783,7 +783,7 @@ func (id *ID) GetRequest(ctx context.Context) (*ID, error) {
 }
 
 // onRequest handles a REQ or SIDR_REQ for a service the device listens on:
-// the rdma_cm checks of spec/cm-mad.md §4.5, the listener's backlog, then a
+// the rdma_cm checks of docs/spec/cm-mad.md §4.5, the listener's backlog, then a
 // new id and its CONNECT_REQUEST.
 func (d *device) onRequest(c *ibcm.Conn, ev *ibcm.Event) error {
 	sidr := ev.Type == ibcm.EventSIDRREQReceived
@@ -861,7 +861,7 @@ func (d *device) onRequest(c *ibcm.Conn, ev *ibcm.Event) error {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// cmEvent turns the IB CM's events into rdma_cm's (spec/cm-mad.md §4.6).
+// cmEvent turns the IB CM's events into rdma_cm's (docs/spec/cm-mad.md §4.6).
 func (id *ID) cmEvent(c *ibcm.Conn, ev *ibcm.Event) error {
 	id.mu.Lock()
 	if id.destroyed || id.conn != c {

@@ -146,7 +146,7 @@ func (id *ID) access() verbs.AccessFlags {
 	return f
 }
 
-// qpAttrs computes the attributes of spec/cm-mad.md §3.7 for moving the
+// qpAttrs computes the attributes of docs/spec/cm-mad.md §3.7 for moving the
 // id's QP to state (INIT, RTR or RTS), from the REQ and REP exchanged.
 func (id *ID) qpAttrsLocked(state verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask, error) {
 	var a verbs.QPAttr

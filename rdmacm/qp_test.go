@@ -12,7 +12,7 @@ import (
 )
 
 // TestQPAttributes: after the handshake both QPs carry the attributes of
-// spec/cm-mad.md §3.7 — each other's QPN, the PSNs exchanged, the path MTU,
+// docs/spec/cm-mad.md §3.7 — each other's QPN, the PSNs exchanged, the path MTU,
 // retry counts, the ACK timeout (17 from rxe's ACK delay 15 and packet
 // life time 16), RDMA READ depths — and InitQPAttr gives the same.
 func TestQPAttributes(t *testing.T) {

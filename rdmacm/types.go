@@ -12,7 +12,7 @@ import (
 // PortSpace is an rdma_cm port space; values equal enum rdma_port_space.
 type PortSpace uint16
 
-// Port spaces (spec/cm-mad.md §4.1).
+// Port spaces (docs/spec/cm-mad.md §4.1).
 const (
 	PSIPoIB PortSpace = 0x0002
 	PSTCP   PortSpace = 0x0106
@@ -41,7 +41,7 @@ func (ps PortSpace) String() string {
 // EventType is an rdma_cm event; values equal enum rdma_cm_event_type.
 type EventType int
 
-// Events (spec/rdma-core-surface.md §2.3).
+// Events (docs/spec/rdma-core-surface.md §2.3).
 const (
 	EventAddrResolved EventType = iota
 	EventAddrError
@@ -81,7 +81,7 @@ func (e EventType) String() string {
 	return "UNKNOWN EVENT"
 }
 
-// Limits and defaults (spec/cm-mad.md §4.3, §5.1).
+// Limits and defaults (docs/spec/cm-mad.md §4.3, §5.1).
 const (
 	// MaxREQPrivateData is the user private data of a REQ after the
 	// 36-byte rdma_cm header; a CONNECT_REQUEST always reports this many.

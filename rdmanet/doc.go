@@ -2,7 +2,7 @@
 // standard library's interfaces: Dial returns a net.Conn and Listen a
 // net.Listener, so that code written for TCP (bufio, io.Copy, net/http,
 // crypto/tls, gRPC dialers) runs unchanged over RDMA. It does the job of
-// librdmacm's rsockets (spec/rdma-core-surface.md §2.7) the Go way: the Go
+// librdmacm's rsockets (docs/spec/rdma-core-surface.md §2.7) the Go way: the Go
 // runtime bypasses libc, so rsockets' LD_PRELOAD trick cannot help Go
 // programs, and rsockets' own wire protocol is not reproduced.
 //

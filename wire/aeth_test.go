@@ -6,7 +6,7 @@ import (
 )
 
 func TestCreditTable(t *testing.T) {
-	// spec/roce-wire.md §6.5, from rdmavt/rc.c.
+	// docs/spec/roce-wire.md §6.5, from rdmavt/rc.c.
 	want := [32]int{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
 		256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, -1}
 	for code, w := range want {

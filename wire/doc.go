@@ -5,5 +5,5 @@
 // A header type is its bytes: BTH is a []byte of at least BTHLen bytes and its
 // methods read and write the fields in place, in network byte order. Nothing
 // here allocates or performs I/O. The layout follows the project's
-// spec/roce-wire.md and Linux rdma_rxe where the two differ.
+// docs/spec/roce-wire.md and Linux rdma_rxe where the two differ.
 package wire

@@ -99,7 +99,7 @@ type icrcVector struct {
 	input string // the exact CRC input, when the spec gives it
 }
 
-// icrcVectors are copied from spec/roce-wire.md §5.4.
+// icrcVectors are copied from docs/spec/roce-wire.md §5.4.
 var icrcVectors = []icrcVector{
 	{name: "V0-cx4-cnp", crc: 0x2A00FD82, id: 0x718c, op: CNP, dump: `
 0000  45 c2 00 3c 71 8c 40 00 40 11 91 61 0a 00 11 01

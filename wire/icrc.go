@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// The RoCEv2 invariant CRC (spec/roce-wire.md §5).
+// The RoCEv2 invariant CRC (docs/spec/roce-wire.md §5).
 //
 // The ICRC is the IEEE CRC-32 (hash/crc32.IEEE) of
 //

@@ -1,6 +1,6 @@
 package wire
 
-// IPv4 send rule (spec/roce-wire.md §1.7).
+// IPv4 send rule (docs/spec/roce-wire.md §1.7).
 //
 // The ICRC covers the IPv4 header's Identification and flags fields, which a
 // UDP socket neither shows nor lets the sender set. ICRC and PutICRC assume

@@ -2,7 +2,7 @@ package wire
 
 import "testing"
 
-// TestSourcePort checks the values of spec/roce-wire.md §1.4.
+// TestSourcePort checks the values of docs/spec/roce-wire.md §1.4.
 func TestSourcePort(t *testing.T) {
 	for _, c := range []struct {
 		lqpn, rqpn, fl uint32

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// specOpcode is one row of spec/roce-wire.md §4.1 (plus UD and CNP, §4.1/§4.3).
+// specOpcode is one row of docs/spec/roce-wire.md §4.1 (plus UD and CNP, §4.1/§4.3).
 type specOpcode struct {
 	op      Opcode
 	hdr     int  // the "hdr" column

@@ -1,7 +1,7 @@
 // Package cmtools holds rdma-core 44's RDMA connection manager examples
 // over rdma-go: rping, ucmatose (cmatose.c), udaddy, rdma_server and
 // rdma_client, with the C tools' flags, defaults, output lines and exit
-// codes (spec/tools.md §4), speaking the IB CM over QP1 through package
+// codes (docs/spec/tools.md §4), speaking the IB CM over QP1 through package
 // rdmacm so that each interoperates with its C namesake over a kernel
 // rdma_rxe.
 //

@@ -193,7 +193,7 @@ func TestRpingArgs(t *testing.T) {
 }
 
 // TestNoDevice: with no RDMA device at all, each tool fails as the C tool
-// does (spec/tools.md §0.4).
+// does (docs/spec/tools.md §0.4).
 func TestNoDevice(t *testing.T) {
 	for _, c := range []struct {
 		tool   string

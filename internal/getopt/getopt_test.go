@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The option tables of the real tools (spec/tools.md §3.1, §4.1, §6.1).
+// The option tables of the real tools (docs/spec/tools.md §3.1, §4.1, §6.1).
 const (
 	rcOptstring    = "p:d:i:s:m:r:n:l:eg:oOPtcjN"
 	ucOptstring    = "p:d:i:s:m:r:n:l:eg:c"

@@ -1,7 +1,7 @@
 // Package gsi runs the General Services Interface of a soft device: QP1 on
 // its transport engine, a ring of receive buffers, and the MAD agent that
 // QP1's receives are delivered to and its sends come from. Every soft
-// device has one, as every Linux RoCE port has its GSI QP (spec/cm-mad.md
+// device has one, as every Linux RoCE port has its GSI QP (docs/spec/cm-mad.md
 // §1): it answers PerfMgt queries and unhandled requests, and carries the
 // connection manager's messages.
 package gsi
@@ -182,7 +182,7 @@ func (p *Port) Poll(now time.Time) {
 }
 
 // parseGRH reads the addresses, traffic class and flow label out of a GRH
-// area (spec/cm-mad.md §1.3).
+// area (docs/spec/cm-mad.md §1.3).
 func parseGRH(g []byte) mad.Address {
 	var a mad.Address
 	if g[0]>>4 == 6 {

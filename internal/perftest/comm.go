@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Comm is the TCP side channel of a test: every exchange is symmetric and
@@ -22,6 +25,9 @@ type Comm struct {
 	// RunTimeout bounds an exchange that waits for the peer's run to end.
 	RunTimeout time.Duration
 	stop       func() bool
+	// watching is closed when the goroutine started by Watch returns;
+	// nil when none runs.
+	watching chan struct{}
 }
 
 // Default deadlines of the side channel.
@@ -89,12 +95,66 @@ func newComm(ctx context.Context, conn net.Conn, client bool) *Comm {
 // Close closes the connection.
 func (c *Comm) Close() error {
 	c.stop()
-	return c.conn.Close()
+	err := c.conn.Close()
+	c.unwatch()
+	return err
+}
+
+// Watch calls gone, from another goroutine, if the peer closes or resets
+// the connection before the next Exchange (or Close): it waits until the
+// socket is readable and peeks, so whatever the peer sends next is left for
+// Exchange. A watch already running is kept.
+func (c *Comm) Watch(gone func()) {
+	if c.watching != nil {
+		return
+	}
+	sc, ok := c.conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	c.conn.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	c.watching = done
+	go func() {
+		defer close(done)
+		closed := false
+		err := rc.Read(func(fd uintptr) bool {
+			var b [1]byte
+			n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			switch {
+			case err == unix.EAGAIN || err == unix.EINTR:
+				return false // nothing yet: wait for readability
+			case err != nil:
+				closed = true // reset by the peer
+			case n == 0:
+				closed = true // orderly close
+			}
+			return true
+		})
+		if err == nil && closed {
+			gone()
+		}
+	}()
+}
+
+// unwatch ends a watch started by Watch and waits for it.
+func (c *Comm) unwatch() {
+	if c.watching == nil {
+		return
+	}
+	c.conn.SetReadDeadline(time.Unix(1, 0)) // wakes the watch's wait
+	<-c.watching
+	c.watching = nil
 }
 
 // Exchange sends mine and returns the peer's message of the same size,
 // within timeout (Timeout if zero).
 func (c *Comm) Exchange(mine []byte, timeout time.Duration) ([]byte, error) {
+	c.unwatch()
 	if timeout == 0 {
 		timeout = c.Timeout
 	}

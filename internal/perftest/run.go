@@ -59,6 +59,7 @@ type Result struct {
 type session struct {
 	cfg            *Config
 	ctx            context.Context
+	cancel         context.CancelCauseFunc // ends ctx with the reason the run stops
 	stdout, stderr io.Writer
 	opts           Options
 
@@ -125,7 +126,9 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 	if cfg.JSON {
 		text = io.Discard
 	}
-	s := &session{cfg: &cfg, ctx: ctx, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s := &session{cfg: &cfg, ctx: ctx, cancel: cancel, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true}
 	s.result = Result{Tool: t.Name(), Version: Version, Test: t, Duration: cfg.TestDur}
 	s.result.Role = "server"
 	if cfg.Client {
@@ -181,6 +184,37 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 }
 
 func (s *session) out(str string) { io.WriteString(s.stdout, str) }
+
+// peerRole names the other side of the test.
+func (s *session) peerRole() string {
+	if s.cfg.Client {
+		return "server"
+	}
+	return "client"
+}
+
+// stopped returns why the run must stop (an interrupt, or the peer gone),
+// or nil.
+func (s *session) stopped() error {
+	if s.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(s.ctx)
+}
+
+// watchPeer, called when a data loop is about to wait, ends the run as
+// soon as the peer closes the side channel (it exited or was killed), so a
+// loop waiting for a completion that can no longer come says so at once
+// instead of after stallTimeout. The next side-channel exchange ends the
+// watch.
+func (s *session) watchPeer() {
+	if s.comm == nil {
+		return
+	}
+	s.comm.Watch(func() {
+		s.cancel(fmt.Errorf(" The %s exited during the test: its side channel closed", s.peerRole()))
+	})
+}
 
 func (s *session) run() error {
 	c := s.cfg
