@@ -69,13 +69,7 @@ func (c *Context) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.events.mu.Lock()
-	c.events.closed = true
-	c.events.mu.Unlock()
-	select {
-	case c.events.ready <- struct{}{}:
-	default:
-	}
+	c.events.close()
 	c.dev.mu.Lock()
 	delete(c.dev.ctxs, c)
 	c.dev.mu.Unlock()
@@ -250,7 +244,8 @@ func (c *Context) check() error {
 	return nil
 }
 
-// Stats returns the soft device's packet counters.
+// Stats returns the soft device's live counters (QueryPortCounters returns
+// a snapshot of the same counters in verbs' own type).
 func (c *Context) Stats() *engine.Stats { return c.host().Stats() }
 
 // String describes the context.

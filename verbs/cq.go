@@ -26,6 +26,8 @@ type CQ struct {
 	users     int // QPs using this CQ
 	// nonEmpty has a token when a completion arrived since the last Wait.
 	nonEmpty chan struct{}
+	// dead is closed by Destroy, waking every Wait.
+	dead chan struct{}
 }
 
 // CreateCQ creates a completion queue with room for at least cqe
@@ -40,11 +42,16 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 	if ch != nil && ch.ctx != c {
 		return nil, verrorf(ErrInvalidArgument, "completion channel belongs to another context")
 	}
-	return &CQ{ctx: c, ch: ch, ring: make([]engine.Completion, cqe), nonEmpty: make(chan struct{}, 1)}, nil
+	return &CQ{ctx: c, ch: ch, ring: make([]engine.Completion, cqe),
+		nonEmpty: make(chan struct{}, 1), dead: make(chan struct{})}, nil
 }
 
 // Cap returns the number of completions the CQ holds.
-func (cq *CQ) Cap() int { return len(cq.ring) }
+func (cq *CQ) Cap() int {
+	cq.mu.Lock() // Resize replaces the ring
+	defer cq.mu.Unlock()
+	return len(cq.ring)
+}
 
 // Push implements engine.CompletionQueue. It reports false when the CQ is
 // full; the completion is then lost and the CQ marked overflowed.
@@ -124,7 +131,8 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
-// Wait blocks until the CQ holds a completion or ctx is done. It is the
+// Wait blocks until the CQ holds a completion, ctx is done, or the CQ is
+// destroyed (then it returns an error wrapping ErrClosed). It is the
 // Go-native alternative to arming a completion channel: no ReqNotify and no
 // events to acknowledge. A busy-polling loop should call it when Poll finds
 // nothing for a while, so that its goroutine yields the processor to the
@@ -143,6 +151,7 @@ func (cq *CQ) Wait(ctx context.Context) error {
 		cq.ctx.run.Blocking() // send the ACKs Poll left pending, wake the receive goroutine
 		select {
 		case <-cq.nonEmpty:
+		case <-cq.dead:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -202,6 +211,7 @@ func (cq *CQ) Destroy() error {
 		return verrorf(ErrBusy, "CQ still used by %d QP(s)", cq.users)
 	}
 	cq.destroyed = true
+	close(cq.dead)
 	return nil
 }
 
@@ -242,8 +252,9 @@ func (ch *CompChannel) post(cq *CQ) {
 	}
 }
 
-// GetEvent blocks until a CQ attached to the channel has an event, or ctx
-// is done (ibv_get_cq_event). Acknowledge each event with CQ.AckEvents.
+// GetEvent blocks until a CQ attached to the channel has an event, ctx is
+// done, or the channel is destroyed (then it returns an error wrapping
+// ErrClosed) (ibv_get_cq_event). Acknowledge each event with CQ.AckEvents.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	select {
 	case cq := <-ch.events:

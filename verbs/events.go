@@ -25,9 +25,22 @@ type eventQueue struct {
 	ready  chan struct{} // has a token while q is not empty
 	acked  int
 	closed bool
+	dead   chan struct{} // closed with closed set, waking every waiter
 }
 
-func newEventQueue() *eventQueue { return &eventQueue{ready: make(chan struct{}, 1)} }
+func newEventQueue() *eventQueue {
+	return &eventQueue{ready: make(chan struct{}, 1), dead: make(chan struct{})}
+}
+
+// close refuses further events and wakes every GetAsyncEvent.
+func (e *eventQueue) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.dead)
+	}
+}
 
 func (e *eventQueue) push(ev AsyncEvent) {
 	e.mu.Lock()
@@ -42,8 +55,9 @@ func (e *eventQueue) push(ev AsyncEvent) {
 	}
 }
 
-// GetAsyncEvent blocks until the context has an asynchronous event, or ctx
-// is done (ibv_get_async_event). Acknowledge each with AckAsyncEvent.
+// GetAsyncEvent blocks until the context has an asynchronous event, ctx is
+// done, or the context is closed (then it returns an error wrapping
+// ErrClosed) (ibv_get_async_event). Acknowledge each with AckAsyncEvent.
 func (c *Context) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	e := c.events
 	for {
@@ -67,6 +81,7 @@ func (c *Context) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		}
 		select {
 		case <-e.ready:
+		case <-e.dead:
 		case <-ctx.Done():
 			return AsyncEvent{}, ctx.Err()
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
@@ -29,11 +30,14 @@ type QP struct {
 	eqp   *engine.QP
 	timer *softdev.QPTimer
 
-	mu        sync.Mutex // serialises Modify, Query and Destroy
-	attr      QPAttr     // last attributes set by Modify
-	destroyed bool
+	mu   sync.Mutex // serialises Modify, Query and Destroy
+	attr QPAttr     // last attributes set by Modify
 
+	// postMu serialises PostSend with PostSend and with Destroy.
 	postMu sync.Mutex
+	// destroyed is set by Destroy, under mu and postMu. It is atomic
+	// because PostRecv, on the hot path, reads it without a lock.
+	destroyed atomic.Bool
 }
 
 // CreateQP creates an RC or UC queue pair in RESET (ibv_create_qp). The
@@ -135,7 +139,7 @@ func (qp *QP) Cap() QPCap { return qp.init.Cap }
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return verrorf(ErrClosed, "QP destroyed")
 	}
 	c := qp.pd.ctx
@@ -289,7 +293,7 @@ func (qp *QP) remember(a *QPAttr, mask QPAttrMask) {
 func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return QPAttr{}, QPInitAttr{}, verrorf(ErrClosed, "QP destroyed")
 	}
 	a := qp.attr
@@ -311,7 +315,7 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	qp.postMu.Lock()
 	defer qp.postMu.Unlock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
 	// The engine's work requests are built in a stack buffer and posted
@@ -444,7 +448,7 @@ func postErr(err error) error {
 
 // PostRecv posts receive work requests (ibv_post_recv).
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
 	if qp.init.SRQ != nil {
@@ -468,11 +472,11 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 func (qp *QP) Destroy() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return verrorf(ErrClosed, "QP already destroyed")
 	}
-	qp.postMu.Lock()
-	qp.destroyed = true
+	qp.postMu.Lock() // a PostSend in progress finishes first
+	qp.destroyed.Store(true)
 	qp.postMu.Unlock()
 	qp.timer.Stop()
 	qp.pd.ctx.host().DestroyQP(qp.eqp)
