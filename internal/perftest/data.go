@@ -133,29 +133,49 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 		if !until.IsZero() {
 			wait = min(wait, time.Until(until))
 		}
+		s.watchPeer()
 		ctx, cancel := context.WithTimeout(s.ctx, wait)
 		err = cq.Wait(ctx)
 		cancel()
 		if err != nil {
-			if s.ctx.Err() != nil {
-				return 0, s.ctx.Err()
+			if err := s.stopped(); err != nil {
+				return 0, err
 			}
 			if !until.IsZero() && !time.Now().Before(until) {
 				return 0, nil
 			}
-			return 0, fmt.Errorf(" No completion for %v: the peer stopped answering", stallTimeout)
+			return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
 		}
 	}
 }
 
-func errSend(wc *verbs.WC, scnt, ccnt uint64) error {
-	return errQuiet(fmt.Sprintf(" Completion with error at client\n Failed status %d: wr_id %d syndrom 0x%x\nscnt=%d, ccnt=%d",
-		int(wc.Status), int(wc.WRID), wc.VendorErr, scnt, ccnt))
+// errSend and errRecv are perftest's reports of a completion in error,
+// followed by a line that says what the status means for this run.
+func (s *session) errSend(wc *verbs.WC, scnt, ccnt uint64) error {
+	return errQuiet(fmt.Sprintf(" Completion with error at client\n Failed status %d: wr_id %d syndrom 0x%x\nscnt=%d, ccnt=%d%s",
+		int(wc.Status), int(wc.WRID), wc.VendorErr, scnt, ccnt, s.explain(wc.Status)))
 }
 
-func errRecv(wc *verbs.WC, rcnt uint64) error {
-	return errQuiet(fmt.Sprintf(" Completion with error at server\n Failed status %d: wr_id %d syndrom 0x%x\n rcnt=%d",
-		int(wc.Status), int(wc.WRID), wc.VendorErr, rcnt))
+func (s *session) errRecv(wc *verbs.WC, rcnt uint64) error {
+	return errQuiet(fmt.Sprintf(" Completion with error at server\n Failed status %d: wr_id %d syndrom 0x%x\n rcnt=%d%s",
+		int(wc.Status), int(wc.WRID), wc.VendorErr, rcnt, s.explain(wc.Status)))
+}
+
+// explain says, on a line of its own, what a completion status tells about
+// the run: above all which side stopped answering.
+func (s *session) explain(st verbs.WCStatus) string {
+	peer := s.peerRole()
+	switch st {
+	case verbs.WCRetryExcErr:
+		return fmt.Sprintf("\n The %s stopped answering: no acknowledgement after every retry (%s)", peer, st)
+	case verbs.WCRNRRetryExcErr:
+		return fmt.Sprintf("\n The %s had no receive posted after every RNR retry (%s)", peer, st)
+	case verbs.WCRemAccessErr, verbs.WCRemInvReqErr, verbs.WCRemOpErr:
+		return fmt.Sprintf("\n The %s refused the request (%s)", peer, st)
+	case verbs.WCWRFlushErr:
+		return fmt.Sprintf("\n The QP went to the error state after an earlier error (%s)", st)
+	}
+	return fmt.Sprintf("\n (%s)", st)
 }
 
 // sendState is one QP's work requests (ctx_set_send_wqes).
@@ -345,7 +365,7 @@ func (s *session) runBWClient() (*BWTiming, error) {
 			}
 		}
 		bw.clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, err
 		}
 	}
@@ -418,7 +438,7 @@ func (b *bwSender) post(q int, stepRemote bool) error {
 // completed accounts one signaled send completion: cq_mod sends of its QP.
 func (b *bwSender) completed(w *verbs.WC) error {
 	if w.Status != verbs.WCSuccess {
-		return errSend(w, b.totS, b.totC)
+		return b.s.errSend(w, b.totS, b.totC)
 	}
 	b.ccnt[int(w.WRID)] += b.cqMod
 	b.totC += b.cqMod
@@ -469,7 +489,7 @@ func (s *session) runBWServer() (*BWTiming, error) {
 		}
 		for i := 0; i < n; i++ {
 			if wc[i].Status != verbs.WCSuccess {
-				return nil, errRecv(&wc[i], rcnt)
+				return nil, s.errRecv(&wc[i], rcnt)
 			}
 			rcnt++
 			if clk.sampling() {
@@ -480,7 +500,7 @@ func (s *session) runBWServer() (*BWTiming, error) {
 			}
 		}
 		clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, err
 		}
 	}
@@ -521,7 +541,7 @@ func (s *session) runBI() (*BWTiming, error) {
 			w := &bw.wc[i]
 			if w.Opcode.IsRecv() {
 				if w.Status != verbs.WCSuccess {
-					return nil, errRecv(w, totR)
+					return nil, s.errRecv(w, totR)
 				}
 				if beforeFirstRx {
 					beforeFirstRx = false
@@ -541,7 +561,7 @@ func (s *session) runBI() (*BWTiming, error) {
 			}
 		}
 		clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, err
 		}
 	}
@@ -572,7 +592,7 @@ func (s *session) warmUp() error {
 		}
 		for i := 0; i < k; i++ {
 			if wc[i].Status != verbs.WCSuccess {
-				return errSend(&wc[i], 0, 0)
+				return s.errSend(&wc[i], 0, 0)
 			}
 		}
 		out -= k
@@ -608,7 +628,7 @@ func (s *session) runLatSend() ([]int64, *durResult, error) {
 			}
 			clk.start()
 			if wc[0].Status != verbs.WCSuccess {
-				return nil, nil, errRecv(&wc[0], rcnt)
+				return nil, nil, s.errRecv(&wc[0], rcnt)
 			}
 			rcnt++
 			if clk.sampling() {
@@ -649,13 +669,13 @@ func (s *session) runLatSend() ([]int64, *durResult, error) {
 					}
 				}
 				if wc[0].Status != verbs.WCSuccess {
-					return nil, nil, errSend(&wc[0], scnt, scnt)
+					return nil, nil, s.errSend(&wc[0], scnt, scnt)
 				}
 				w.Flags &^= verbs.SendSignaled
 			}
 		}
 		clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -721,7 +741,7 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 				}
 			}
 			if wc[0].Status != verbs.WCSuccess {
-				return nil, nil, errSend(&wc[0], scnt, ccnt)
+				return nil, nil, s.errSend(&wc[0], scnt, ccnt)
 			}
 			ccnt++
 			if clk.sampling() {
@@ -729,7 +749,7 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 			}
 		}
 		clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -756,11 +776,12 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock) error 
 			continue
 		}
 		if spins%1024 == 0 {
-			if s.ctx.Err() != nil {
-				return s.ctx.Err()
+			if err := s.stopped(); err != nil {
+				return err
 			}
+			s.watchPeer()
 			if time.Since(start) > stallTimeout {
-				return fmt.Errorf(" No RDMA WRITE from the peer for %v", stallTimeout)
+				return fmt.Errorf(" No RDMA WRITE from the %s for %v: it stopped answering", s.peerRole(), stallTimeout)
 			}
 		}
 		time.Sleep(20 * time.Microsecond)
@@ -804,13 +825,13 @@ func (s *session) runLatRead() ([]int64, *durResult, error) {
 			}
 		}
 		if wc[0].Status != verbs.WCSuccess {
-			return nil, nil, errSend(&wc[0], scnt, scnt)
+			return nil, nil, s.errSend(&wc[0], scnt, scnt)
 		}
 		if clk.sampling() {
 			clk.iters++
 		}
 		clk.tick()
-		if err := s.ctx.Err(); err != nil {
+		if err := s.stopped(); err != nil {
 			return nil, nil, err
 		}
 	}

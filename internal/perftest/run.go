@@ -160,16 +160,7 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 		if errors.As(err, &ec) {
 			code = ec.code
 		}
-		var q quietError
-		switch {
-		case errors.As(err, &q):
-			if q.msg != "" {
-				fmt.Fprintln(stderr, q.msg)
-			}
-		case errors.Is(err, context.Canceled):
-		default:
-			fmt.Fprintln(stderr, err)
-		}
+		printErr(stderr, err)
 		return code
 	}
 	if cfg.IsLimitBW && !s.bwLimitOK {
@@ -181,6 +172,27 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 		return 1
 	}
 	return 0
+}
+
+// printErr prints what ended a run: each error of a join on its own line,
+// perftest's own messages as they are, nothing for an interrupt.
+func printErr(w io.Writer, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			printErr(w, e)
+		}
+		return
+	}
+	var q quietError
+	switch {
+	case errors.As(err, &q):
+		if q.msg != "" {
+			fmt.Fprintln(w, q.msg)
+		}
+	case errors.Is(err, context.Canceled):
+	default:
+		fmt.Fprintln(w, err)
+	}
 }
 
 func (s *session) out(str string) { io.WriteString(s.stdout, str) }
