@@ -12,13 +12,13 @@ import (
 func (qp *QP) handleResponse(now time.Time, p *wire.Packet, tx *txBatch) {
 	r := &qp.req
 	if qp.st != StateRTS && qp.st != StateSQD {
-		qp.host.count(&qp.host.stats.DropState)
+		qp.count(&qp.host.stats.DropState)
 		return
 	}
 	psn := p.BTH.PSN()
 	// A response for a PSN never sent is bogus.
 	if !psn.Before(r.highPSN) {
-		qp.host.count(&qp.host.stats.DropBadResponse)
+		qp.count(&qp.host.stats.DropBadResponse)
 		return
 	}
 	aeth := p.AETH()
@@ -85,6 +85,7 @@ func (qp *QP) responseLost(now time.Time, tx *txBatch) {
 	if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
 		return
 	}
+	qp.count(&qp.host.stats.Retries)
 	r.retry(qp)
 	r.retrying = true
 }
@@ -94,14 +95,14 @@ func (qp *QP) responseLost(now time.Time, tx *txBatch) {
 func (qp *QP) placeResponse(p *wire.Packet, psn wire.PSN) bool {
 	r := &qp.req
 	if psn != r.compPSN || qp.sq.head >= r.started {
-		qp.host.count(&qp.host.stats.DropOutOfOrderResponse)
+		qp.count(&qp.host.stats.DropOutOfOrderResponse)
 		return false
 	}
 	w := qp.sq.oldest()
 	switch p.Op {
 	case wire.RCAtomicAck:
 		if w.wr.Op != WRCompareSwap && w.wr.Op != WRFetchAdd || psn != w.firstPSN {
-			qp.host.count(&qp.host.stats.DropBadResponse)
+			qp.count(&qp.host.stats.DropBadResponse)
 			return false
 		}
 		var v [8]byte
@@ -112,14 +113,14 @@ func (qp *QP) placeResponse(p *wire.Packet, psn wire.PSN) bool {
 		return true
 	case wire.RCReadResponseFirst, wire.RCReadResponseMiddle, wire.RCReadResponseLast, wire.RCReadResponseOnly:
 		if w.wr.Op != WRRead {
-			qp.host.count(&qp.host.stats.DropBadResponse)
+			qp.count(&qp.host.stats.DropBadResponse)
 			return false
 		}
 		off := psn.Diff(w.firstPSN) * qp.mtu
 		n := len(p.Payload)
 		want := min(qp.mtu, w.length-off)
 		if off > w.length || n != want {
-			qp.host.count(&qp.host.stats.DropBadResponse)
+			qp.count(&qp.host.stats.DropBadResponse)
 			return false
 		}
 		copyTo(w.segs, off, p.Payload)
@@ -129,7 +130,7 @@ func (qp *QP) placeResponse(p *wire.Packet, psn wire.PSN) bool {
 		}
 		return true
 	}
-	qp.host.count(&qp.host.stats.DropBadResponse)
+	qp.count(&qp.host.stats.DropBadResponse)
 	return false
 }
 
@@ -137,7 +138,7 @@ func (qp *QP) placeResponse(p *wire.Packet, psn wire.PSN) bool {
 func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatch) {
 	r := &qp.req
 	if psn.Before(r.compPSN) {
-		qp.host.count(&qp.host.stats.DropStaleNAK)
+		qp.count(&qp.host.stats.DropStaleNAK)
 		return
 	}
 	progressed, lost := r.acknowledge(qp, psn)
@@ -157,7 +158,7 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 	}
 	switch s.Kind() {
 	case wire.KindRNR:
-		qp.host.count(&qp.host.stats.RNRNAKsReceived)
+		qp.count(&qp.host.stats.RNRNAKsReceived)
 		if !r.consumeRetry(qp, now, tx, &r.rnrLeft, StatusRNRRetryExcErr) {
 			return
 		}
@@ -166,7 +167,7 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 		r.rnrAt = now.Add(wire.RNRDelay(s.Value()))
 	case wire.KindNAK:
 		if s.Value() == wire.NAKPSNSequence {
-			qp.host.count(&qp.host.stats.SeqNAKsReceived)
+			qp.count(&qp.host.stats.SeqNAKsReceived)
 			if r.retrying {
 				// An echo of the loss being repaired (a
 				// duplicate, or a NAK sent before our
@@ -176,6 +177,7 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 			if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
 				return
 			}
+			qp.count(&qp.host.stats.Retries)
 			r.retry(qp)
 			r.retrying = true
 			return
@@ -183,15 +185,18 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 		w := qp.sq.oldest()
 		switch s.Value() {
 		case wire.NAKInvalidRequest:
+			qp.count(&qp.host.stats.InvalidRequestNAKsReceived)
 			w.status = StatusRemInvReqErr
 		case wire.NAKRemoteAccess:
+			qp.count(&qp.host.stats.RemoteAccessNAKsReceived)
 			w.status = StatusRemAccessErr
 		default:
+			qp.count(&qp.host.stats.RemoteOpNAKsReceived)
 			w.status = StatusRemOpErr
 		}
 		qp.completeSend(w)
 		qp.fatal(now, tx)
 	default:
-		qp.host.count(&qp.host.stats.DropBadResponse)
+		qp.count(&qp.host.stats.DropBadResponse)
 	}
 }

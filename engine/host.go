@@ -269,23 +269,24 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 		return
 	}
 	if k := p.BTH.PKey(); k&0x7FFF != 0x7FFF {
-		h.count(&h.stats.DropPKey)
+		qp.count(&h.stats.DropPKey)
 		return
 	}
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if p.Op.Transport() != transportOf(qp.cfg.Type) {
-		h.count(&h.stats.DropWrongTransport)
+		qp.count(&h.stats.DropWrongTransport)
 		return
 	}
 	if qp.cfg.Type != QPTypeUD && (d.Src.Addr().Unmap() != qp.attr.Remote || p.Op.Transport() == wire.TransportUD) {
-		h.count(&h.stats.DropWrongSource)
+		qp.count(&h.stats.DropWrongSource)
 		return
 	}
 	if qp.st == StateErr || qp.st == StateReset || qp.st == StateInit {
-		h.count(&h.stats.DropState)
+		qp.count(&h.stats.DropState)
 		return
 	}
+	qp.stats.Received.Add(1)
 	qp.commEstablished()
 	switch {
 	case qp.cfg.Type == QPTypeUD:
@@ -311,14 +312,37 @@ func transportOf(t QPType) wire.Opcode {
 	return wire.TransportRC
 }
 
-// Stats counts what the device received, sent and dropped.
+// Stats counts what the device received, sent and dropped. Every QP keeps a
+// Stats of its own (QP.Stats) with the counters of what concerned it; the
+// device's are the sums, plus what no QP could be named for (malformed
+// packets, unknown QPNs, ICRC errors, link failures).
+//
+// The first fifteen fields are Linux rxe's hw counters, in rxe's order; the
+// Counters snapshot and its List give their rxe names. Stats holds only
+// atomic.Uint64 fields, in the order of Counters' fields.
 type Stats struct {
-	Received   atomic.Uint64 // datagrams received
-	Sent       atomic.Uint64 // datagrams handed to the link
-	SendErrors atomic.Uint64 // datagrams the link refused
+	// Sent is rxe's sent_pkts: datagrams handed to the link (on a QP:
+	// packets it built).
+	Sent atomic.Uint64
+	// Received is rxe's rcvd_pkts: datagrams received (on a QP: packets
+	// that passed the receive checks and reached it).
+	Received          atomic.Uint64
+	Duplicates        atomic.Uint64 // duplicate_request: request PSN before the expected one
+	DropOutOfSequence atomic.Uint64 // out_of_seq_request: request PSN after the expected one (UC: a gap)
+	RNRNAKsReceived   atomic.Uint64 // rcvd_rnr_err
+	RNRNAKsSent       atomic.Uint64 // send_rnr_err: RC SEND or WRITE with immediate, receive queue empty
+	SeqNAKsReceived   atomic.Uint64 // rcvd_seq_err
+	AckDeferred       atomic.Uint64 // ack_deferred: ACKs owed and coalesced into one per batch
+	RetryExceeded     atomic.Uint64 // retry_exceeded_err: a WQE failed with RETRY_EXC_ERR
+	RNRRetryExceeded  atomic.Uint64 // retry_rnr_exceeded_err: a WQE failed with RNR_RETRY_EXC_ERR
+	Retries           atomic.Uint64 // completer_retry_err: go-back-N retries (timeout, sequence NAK, lost response)
+	SendErrors        atomic.Uint64 // send_err: datagrams the link refused
+	LinkDowned        atomic.Uint64 // link_downed: the device's link failed
+	RDMASends         atomic.Uint64 // rdma_sends: SENDs completed successfully
+	RDMARecvs         atomic.Uint64 // rdma_recvs: receives completed successfully
 
 	// ReceivedBytes and SentBytes count the UDP payloads (BTH through
-	// ICRC) of Received and Sent.
+	// ICRC) of Received and Sent (device only).
 	ReceivedBytes atomic.Uint64
 	SentBytes     atomic.Uint64
 
@@ -332,28 +356,42 @@ type Stats struct {
 	DropWrongSource    atomic.Uint64 // RC/UC packet not from the QP's peer
 	DropState          atomic.Uint64 // QP state does not accept the packet
 
-	DropOutOfSequence      atomic.Uint64 // request PSN after the expected one
-	Duplicates             atomic.Uint64 // request PSN before the expected one
 	DropDuplicate          atomic.Uint64 // duplicate READ/atomic with no responder resource
 	DropBadResponse        atomic.Uint64 // response that matches no outstanding request
 	DropOutOfOrderResponse atomic.Uint64 // READ response or atomic ACK out of order
 	DropStaleNAK           atomic.Uint64 // NAK for an already acknowledged PSN
-	RequestErrors          atomic.Uint64 // requests answered with a fatal NAK
 
-	RNRNAKsSent     atomic.Uint64
-	RNRNAKsReceived atomic.Uint64
-	SeqNAKsReceived atomic.Uint64
-	Retransmits     atomic.Uint64 // retransmission timeouts acted on
-	CQOverflow      atomic.Uint64 // completions lost to a full CQ
+	// The responder's errors. RequestErrors counts the requests answered
+	// with a fatal NAK (the QP goes to ERR), the three after it the same
+	// NAKs by syndrome; SeqNAKsSent counts PSN sequence NAKs.
+	RequestErrors          atomic.Uint64
+	InvalidRequestNAKsSent atomic.Uint64 // NAK invalid request: bad opcode sequence, length, QP access, ...
+	RemoteAccessNAKsSent   atomic.Uint64 // NAK remote access error: R_Key, range or MR access
+	RemoteOpNAKsSent       atomic.Uint64 // NAK remote operational error: the responder failed (its CQ overflowed)
+	SeqNAKsSent            atomic.Uint64
+
+	// The requester's side of the same: fatal NAKs received, by syndrome.
+	InvalidRequestNAKsReceived atomic.Uint64
+	RemoteAccessNAKsReceived   atomic.Uint64
+	RemoteOpNAKsReceived       atomic.Uint64
+
+	Retransmits atomic.Uint64 // retransmission timeouts acted on
+	CQOverflow  atomic.Uint64 // completions lost to a full CQ
 
 	DropQKey      atomic.Uint64 // UD Q_Key violations
-	DropNoRecv    atomic.Uint64 // UC/UD message with no receive posted
+	DropNoRecv    atomic.Uint64 // UC/UD message with no receive posted (receive queue empty)
 	DropUDTooLong atomic.Uint64 // UD sends larger than the MTU (not sent)
 	DropUCMessage atomic.Uint64 // UC messages abandoned (gap, bad length or key)
 }
 
 // Stats returns the device's counters.
 func (h *Host) Stats() *Stats { return &h.stats }
+
+// Counters returns a snapshot of the device's counters.
+func (h *Host) Counters() Counters { return h.stats.Snapshot() }
+
+// LinkDowned counts a failure of the device's link (rxe's link_downed).
+func (h *Host) LinkDowned() { h.stats.LinkDowned.Add(1) }
 
 func (h *Host) count(c *atomic.Uint64) { c.Add(1) }
 
@@ -392,6 +430,7 @@ func (t *txBatch) commit(qp *QP, b []byte) {
 	h := t.h
 	dst := netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)
 	wire.PutICRC(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port, b)
+	qp.stats.Sent.Add(1)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
 }
 
@@ -400,6 +439,7 @@ func (t *txBatch) commitTo(qp *QP, b []byte, dst netip.Addr) {
 	h := t.h
 	dst = dst.Unmap()
 	wire.PutICRC(h.cfg.Addr, dst, qp.sport, h.cfg.Port, b)
+	qp.stats.Sent.Add(1)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport),
 		Dst: netip.AddrPortFrom(dst, h.cfg.Port)})
 }

@@ -118,6 +118,8 @@ type QP struct {
 	commEst  bool      // COMM_EST was raised
 
 	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
+
+	stats Stats // the QP's own counters (see QP.Stats)
 }
 
 // Owner returns QPConfig.Owner.
@@ -331,6 +333,9 @@ func (qp *QP) pushSend(c *Completion) {
 }
 
 func (qp *QP) pushRecv(c *Completion) {
+	if c.Status == StatusSuccess {
+		qp.count(&qp.host.stats.RDMARecvs)
+	}
 	qp.cqe = *c
 	if qp.cfg.RecvCQ != nil && !qp.cfg.RecvCQ.Push(&qp.cqe) {
 		qp.cqOverflow(qp.cfg.RecvCQ)
@@ -341,7 +346,7 @@ func (qp *QP) pushRecv(c *Completion) {
 // QP a QP_FATAL event, and the QP goes to ERR when the current event is
 // over (see settle).
 func (qp *QP) cqOverflow(cq CompletionQueue) {
-	qp.host.count(&qp.host.stats.CQOverflow)
+	qp.count(&qp.host.stats.CQOverflow)
 	if !qp.overflow {
 		qp.overflow = true
 		qp.host.event(Event{Type: EventCQErr, CQ: cq})

@@ -228,6 +228,9 @@ func (qp *QP) completeSend(w *sendWQE) {
 	if w.started && w.isReadOrAtomic() && qp.req.rdInFlight > 0 {
 		qp.req.rdInFlight--
 	}
+	if w.status == StatusSuccess && (w.wr.Op == WRSend || w.wr.Op == WRSendImm || w.wr.Op == WRSendWithInv) {
+		qp.count(&qp.host.stats.RDMASends)
+	}
 	if w.signaled || w.status != StatusSuccess {
 		c := Completion{WRID: w.wr.ID, Status: w.status, QPN: qp.qpn, ByteLen: uint32(w.length), VendorErr: w.vendor}
 		switch w.wr.Op {
@@ -487,7 +490,8 @@ func (r *requester) onTimer(qp *QP, now time.Time, tx *txBatch) {
 		if !r.consumeRetry(qp, now, tx, &r.retryLeft, StatusRetryExcErr) {
 			return
 		}
-		qp.host.count(&qp.host.stats.Retransmits)
+		qp.count(&qp.host.stats.Retransmits)
+		qp.count(&qp.host.stats.Retries)
 		r.retry(qp)
 		r.retrying = true
 		r.progress(qp, now, tx)
@@ -502,6 +506,11 @@ func (r *requester) onTimer(qp *QP, now time.Time, tx *txBatch) {
 // caller may retry.
 func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8, status Status) bool {
 	if *left == 0 {
+		if status == StatusRetryExcErr {
+			qp.count(&qp.host.stats.RetryExceeded)
+		} else {
+			qp.count(&qp.host.stats.RNRRetryExceeded)
+		}
 		w := qp.sq.oldest()
 		w.status = status
 		qp.completeSend(w)

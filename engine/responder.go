@@ -78,20 +78,21 @@ func (s *responder) saveResource(r resource) {
 func (qp *QP) handleRequest(now time.Time, p *wire.Packet, tx *txBatch) {
 	s := &qp.rsp
 	if qp.st != StateRTR && qp.st != StateRTS && qp.st != StateSQD {
-		qp.host.count(&qp.host.stats.DropState)
+		qp.count(&qp.host.stats.DropState)
 		return
 	}
 	psn := p.BTH.PSN()
 	switch c := psn.Cmp(s.ePSN); {
 	case c > 0:
-		qp.host.count(&qp.host.stats.DropOutOfSequence)
+		qp.count(&qp.host.stats.DropOutOfSequence)
 		if !s.nakSent {
 			s.nakSent = true
+			qp.count(&qp.host.stats.SeqNAKsSent)
 			qp.sendAck(tx, wire.SyndromePSNSeqErr, s.ePSN)
 		}
 		return
 	case c < 0:
-		qp.host.count(&qp.host.stats.Duplicates)
+		qp.count(&qp.host.stats.Duplicates)
 		qp.duplicate(p, psn, tx)
 		return
 	}
@@ -174,18 +175,42 @@ func (qp *QP) handleRequest(now time.Time, p *wire.Packet, tx *txBatch) {
 		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 		return
 	}
+	if qp.overflow {
+		// The receive completion of this message was lost to a full
+		// CQ, and the QP goes to ERR (settle): the request is not
+		// acknowledged but fails at the requester with a remote
+		// operational error, as a NIC's responder reports its own
+		// failure.
+		qp.nak(tx, wire.SyndromeRemoteOp, psn)
+		return
+	}
 	s.ePSN = psn.Next()
 	if p.BTH.AckReq() {
 		qp.deferAck(psn)
 	}
 }
 
+// nak sends a fatal NAK (invalid request, remote access or remote
+// operational error) for psn and counts it.
+func (qp *QP) nak(tx *txBatch, syn wire.Syndrome, psn wire.PSN) {
+	st := &qp.host.stats
+	qp.count(&st.RequestErrors)
+	switch syn {
+	case wire.SyndromeInvalidReq:
+		qp.count(&st.InvalidRequestNAKsSent)
+	case wire.SyndromeRemoteAccess:
+		qp.count(&st.RemoteAccessNAKsSent)
+	default:
+		qp.count(&st.RemoteOpNAKsSent)
+	}
+	qp.sendAck(tx, syn, psn)
+}
+
 // requestError answers a class A/C error: a NAK with the offending PSN, an
 // error completion for a receive already taken, and the QP to ERR.
 func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Syndrome, st Status) {
-	qp.host.count(&qp.host.stats.RequestErrors)
 	s := &qp.rsp
-	qp.sendAck(tx, syn, psn)
+	qp.nak(tx, syn, psn)
 	if s.cur != nil {
 		qp.pushRecv(&Completion{WRID: s.cur.id, Status: st, QPN: qp.qpn})
 		s.cur = nil
@@ -216,7 +241,7 @@ func (qp *QP) takeRecv(tx *txBatch, psn wire.PSN) *recvWQE {
 	if qp.cfg.Type != QPTypeRC {
 		return nil // UC and UD drop the message silently
 	}
-	qp.host.count(&qp.host.stats.RNRNAKsSent)
+	qp.count(&qp.host.stats.RNRNAKsSent)
 	qp.sendAck(tx, wire.RNRSyndrome(qp.attr.MinRNRTimer), psn)
 	return nil
 }
@@ -234,8 +259,7 @@ func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
 	r := s.cur
 	n := len(p.Payload)
 	if s.curOff+n > r.length {
-		qp.host.count(&qp.host.stats.RequestErrors)
-		qp.sendAck(tx, wire.SyndromeInvalidReq, psn)
+		qp.nak(tx, wire.SyndromeInvalidReq, psn)
 		qp.pushRecv(&Completion{WRID: r.id, Status: StatusLocLenErr, QPN: qp.qpn})
 		s.cur = nil
 		qp.fatal(now, tx)
@@ -435,7 +459,7 @@ func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
 			qp.sendReadResponses(time.Time{}, tx, psn, va, r.rkey, uint32(n))
 			return
 		}
-		qp.host.count(&qp.host.stats.DropDuplicate)
+		qp.count(&qp.host.stats.DropDuplicate)
 	case p.Flags&wire.IsAtomic != 0:
 		for i := range s.res {
 			r := &s.res[i]
@@ -444,7 +468,7 @@ func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
 				return
 			}
 		}
-		qp.host.count(&qp.host.stats.DropDuplicate)
+		qp.count(&qp.host.stats.DropDuplicate)
 	default:
 		qp.deferAck(s.ePSN.Add(-1))
 	}
@@ -454,6 +478,7 @@ func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
 // sends one per QP after each received batch.
 func (qp *QP) deferAck(psn wire.PSN) {
 	s := &qp.rsp
+	qp.count(&qp.host.stats.AckDeferred)
 	if !s.ackPending || psn.After(s.ackPSN) {
 		s.ackPSN = psn
 	}

@@ -14,14 +14,14 @@ func (qp *QP) handleUCRequest(now time.Time, p *wire.Packet) {
 	s := &qp.rsp
 	h := qp.host
 	if qp.st != StateRTR && qp.st != StateRTS && qp.st != StateSQD {
-		h.count(&h.stats.DropState)
+		qp.count(&h.stats.DropState)
 		return
 	}
 	psn, f := p.BTH.PSN(), p.Flags
 	first := f&wire.IsFirst != 0
 	if psn != s.ePSN || s.ucDropping {
 		if !first {
-			h.count(&h.stats.DropOutOfSequence)
+			qp.count(&h.stats.DropOutOfSequence)
 			s.ucDropping = true
 			s.ePSN = psn.Next()
 			return
@@ -56,7 +56,7 @@ func (qp *QP) handleUCRequest(now time.Time, p *wire.Packet) {
 // ucDrop abandons the message in progress until the next FIRST or ONLY.
 func (qp *QP) ucDrop() {
 	s := &qp.rsp
-	qp.host.count(&qp.host.stats.DropUCMessage)
+	qp.count(&qp.host.stats.DropUCMessage)
 	s.ucDropping = true
 	if s.kind == msgWrite {
 		s.wrBuf = nil
@@ -69,7 +69,7 @@ func (qp *QP) ucSend(p *wire.Packet, first bool) {
 	if first {
 		if s.cur == nil {
 			if s.cur = qp.takeRecv(nil, 0); s.cur == nil {
-				qp.host.count(&qp.host.stats.DropNoRecv)
+				qp.count(&qp.host.stats.DropNoRecv)
 				s.ucDropping = true
 				return
 			}
@@ -135,7 +135,7 @@ func (qp *QP) ucWrite(p *wire.Packet, first bool) {
 		if s.cur != nil {
 			r, s.cur = s.cur, nil // an abandoned SEND's receive is reused
 		} else if r = qp.takeRecv(nil, 0); r == nil {
-			qp.host.count(&qp.host.stats.DropNoRecv)
+			qp.count(&qp.host.stats.DropNoRecv)
 			qp.ucDrop()
 			return
 		}

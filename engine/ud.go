@@ -24,7 +24,7 @@ const controlledQKey = 0x80000000
 func (r *requester) sendUD(qp *QP, w *sendWQE, tx *txBatch) {
 	r.next++
 	if w.length > qp.host.cfg.MTU {
-		qp.host.count(&qp.host.stats.DropUDTooLong)
+		qp.count(&qp.host.stats.DropUDTooLong)
 		return
 	}
 	if qp.sport == 0 {
@@ -57,17 +57,17 @@ func (r *requester) sendUD(qp *QP, w *sendWQE, tx *txBatch) {
 func (qp *QP) handleUD(now time.Time, p *wire.Packet, d *link.Datagram) {
 	h := qp.host
 	if qp.st != StateRTR && qp.st != StateRTS && qp.st != StateSQD {
-		h.count(&h.stats.DropState)
+		qp.count(&h.stats.DropState)
 		return
 	}
 	deth := p.DETH()
 	if deth.QKey() != qp.attr.QKey {
-		h.count(&h.stats.DropQKey)
+		qp.count(&h.stats.DropQKey)
 		return
 	}
 	r := qp.takeRecv(nil, 0)
 	if r == nil {
-		h.count(&h.stats.DropNoRecv)
+		qp.count(&h.stats.DropNoRecv)
 		return
 	}
 	n := len(p.Payload)

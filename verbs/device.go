@@ -61,6 +61,9 @@ type Device struct {
 func (d *Device) portDown() {
 	d.mu.Lock()
 	d.down = true
+	if d.run != nil {
+		d.run.Host().LinkDowned()
+	}
 	ctxs := make([]*Context, 0, len(d.ctxs))
 	for c := range d.ctxs {
 		ctxs = append(ctxs, c)

@@ -38,5 +38,8 @@ func TestPortDownEvent(t *testing.T) {
 		if pa, _ := c.QueryPort(1); pa.State != PortDown {
 			t.Fatalf("port state %s after the failure, want DOWN", pa.State)
 		}
+		if pc, _ := c.QueryPortCounters(1); pc.LinkDowned != 1 {
+			t.Fatalf("LinkDowned = %d, want 1", pc.LinkDowned)
+		}
 	}
 }
