@@ -11,7 +11,7 @@
 // real UDP on 127.0.0.x. It prints a table with each figure and the ratio
 // RDMA/TCP, or one JSON object with --json.
 //
-// Usage: rdma-bench [-duration 2s | -iters N] [--json]
+// Usage: rdma-bench [-duration 2s | -iters N] [--json] | -version
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 
 	"github.com/rdma-go/rdma-go/internal/perftest"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
+	"github.com/rdma-go/rdma-go/internal/version"
 )
 
 // Workload parameters.
@@ -66,8 +67,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 2*time.Second, "time per workload and transport")
 	iters := fs.Int("iters", 0, "operations per workload and transport instead of -duration (messages; round trips for the ping-pong)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
+	showVersion := fs.Bool("version", false, "print rdma-go's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.Line())
+		return 0
 	}
 	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 {
 		fs.Usage()
@@ -90,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "rdma-bench: %s; %s, %d CPUs, %s\n", b, rep.Env.CPU, rep.Env.CPUs, rep.Env.GoVersion)
+	fmt.Fprintf(stdout, "rdma-bench: %s; %s, %d CPUs, %s, rdma-go %s\n", b, rep.Env.CPU, rep.Env.CPUs, rep.Env.GoVersion, rep.Env.RdmaGo)
 	fmt.Fprintf(stdout, "%-38s %16s %16s %10s\n", "workload", "RDMA (soft RoCE)", "Go TCP loopback", "RDMA/TCP")
 	for _, f := range figs {
 		fmt.Fprintf(stdout, "%-38s %11.2f %-4s %11.2f %-4s %10.2f  (%s is better)\n", f.Name, f.RDMA, f.Unit, f.TCP, f.Unit, f.Ratio, f.Better)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/rdma-go/rdma-go/internal/version"
 )
 
 func TestRunSmallJSON(t *testing.T) {
@@ -16,7 +18,7 @@ func TestRunSmallJSON(t *testing.T) {
 	if err := json.Unmarshal(o.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, o.String())
 	}
-	if len(r.Figures) != 3 || r.Env.GoVersion == "" {
+	if len(r.Figures) != 3 || r.Env.GoVersion == "" || r.Env.RdmaGo == "" {
 		t.Fatalf("%+v", r)
 	}
 	for _, f := range r.Figures {
@@ -38,5 +40,15 @@ func TestRunTable(t *testing.T) {
 	}
 	if code := run([]string{"extra"}, &o, &e); code != 2 {
 		t.Errorf("operand accepted: %d", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var o, e bytes.Buffer
+	if code := run([]string{"-version"}, &o, &e); code != 0 {
+		t.Fatalf("status %d: %s", code, e.String())
+	}
+	if got, want := o.String(), version.Line()+"\n"; got != want {
+		t.Errorf("-version printed %q, want %q", got, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+
+	"github.com/rdma-go/rdma-go/internal/version"
 )
 
 // Env describes where a run happened, for --json.
@@ -16,6 +18,7 @@ type Env struct {
 	CPUs      int    `json:"cpus"`
 	Kernel    string `json:"kernel"`
 	GoVersion string `json:"go_version"`
+	RdmaGo    string `json:"rdma_go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
 }
@@ -23,7 +26,7 @@ type Env struct {
 // Environment returns the CPU model (from /proc/cpuinfo), the kernel
 // (uname) and the Go toolchain of this process.
 func Environment() Env {
-	e := Env{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	e := Env{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), RdmaGo: version.String(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rdma-go/rdma-go/internal/getopt"
+	"github.com/rdma-go/rdma-go/internal/version"
 )
 
 // Verb is the operation a test measures (perftest's VerbType).
@@ -583,7 +584,9 @@ func (p *parser) parse(args []string) error {
 		case 'F':
 			c.CPUFreqF = true
 		case 'V':
-			fmt.Fprintf(p.stdout, "Version: %s\n", Version)
+			// perftest's line as perftest prints it (scripts compare
+			// it), then rdma-go's own version.
+			fmt.Fprintf(p.stdout, "Version: %s\n%s\n", Version, version.Line())
 			return exitError{code: 1}
 		case 'h':
 			Usage(p.stdout, c.Prog, t)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/version"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -240,7 +241,7 @@ func TestArgumentErrors(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{Test{Write, BW}, []string{"-V"}, "Version: 6.06\n", ""},
+		{Test{Write, BW}, []string{"-V"}, "Version: 6.06\n" + version.Line() + "\n", ""},
 		{Test{Write, BW}, []string{"-n", "3"}, "", " Iteration num should be between 5 and 100000000\n Parser function exited with Error\n"},
 		{Test{Write, BW}, []string{"-n", "12x"}, "", " Iteration num argument 12x should be int\n Parser function exited with Error\n"},
 		{Test{Write, BW}, []string{"-x", "65"}, "", " Gid index should be between 0 and 64\n Parser function exited with Error\n"},
