@@ -6,7 +6,6 @@ package softdev
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -578,12 +577,4 @@ func ActiveMTU(addr netip.Addr) int {
 		}
 	}
 	return 256
-}
-
-// ErrAddrInUse describes a device address whose UDP port is taken.
-var ErrAddrInUse = errors.New("softdev: address in use")
-
-// Describe wraps a bind error with what the user can do about it.
-func Describe(addr netip.Addr, err error) error {
-	return fmt.Errorf("soft RoCE device on %s: %w", addr, err)
 }
