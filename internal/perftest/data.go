@@ -36,15 +36,14 @@ const (
 // durClock is perftest's SIGALRM state machine as deadlines: warm up for
 // the margin, sample until duration−margin, run on to the duration.
 type durClock struct {
-	on       bool
-	started  bool
-	base     int64
-	margin   int64
-	total    int64
-	state    int
-	t0, t1   int64
-	iters    uint64
-	sampleOK bool
+	on      bool
+	started bool
+	base    int64
+	margin  int64
+	total   int64
+	state   int
+	t0, t1  int64
+	iters   uint64
 }
 
 func newDurClock(c *Config) *durClock {
