@@ -133,12 +133,22 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			wait = min(wait, time.Until(until))
 		}
 		s.watchPeer()
-		ctx, cancel := context.WithTimeout(s.ctx, wait)
+		base := s.peerCtx // wakes the wait when the peer goes
+		if left, gone := s.peerLeft(); gone {
+			if left <= 0 {
+				return 0, s.errPeerGone()
+			}
+			base, wait = s.ctx, min(wait, left)
+		}
+		ctx, cancel := context.WithTimeout(base, wait)
 		err = cq.Wait(ctx)
 		cancel()
 		if err != nil {
 			if err := s.stopped(); err != nil {
 				return 0, err
+			}
+			if _, gone := s.peerLeft(); gone {
+				continue // poll once more, then wait out the grace
 			}
 			if !until.IsZero() && !time.Now().Before(until) {
 				return 0, nil
@@ -779,6 +789,9 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock) error 
 				return err
 			}
 			s.watchPeer()
+			if left, gone := s.peerLeft(); gone && left <= 0 {
+				return s.errPeerGone()
+			}
 			if time.Since(start) > stallTimeout {
 				return fmt.Errorf(" No RDMA WRITE from the %s for %v: it stopped answering", s.peerRole(), stallTimeout)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdma-go/rdma-go/verbs"
@@ -57,9 +58,13 @@ type Result struct {
 
 // session is one run of a tool.
 type session struct {
-	cfg            *Config
-	ctx            context.Context
-	cancel         context.CancelCauseFunc // ends ctx with the reason the run stops
+	cfg *Config
+	ctx context.Context
+	// peerCtx ends when the peer closes the side channel (at peerGone,
+	// in UnixNano); see watchPeer.
+	peerCtx        context.Context
+	peerCancel     context.CancelFunc
+	peerGone       atomic.Int64
 	stdout, stderr io.Writer
 	opts           Options
 
@@ -126,9 +131,7 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 	if cfg.JSON {
 		text = io.Discard
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	s := &session{cfg: &cfg, ctx: ctx, cancel: cancel, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true}
+	s := &session{cfg: &cfg, ctx: ctx, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true}
 	s.result = Result{Tool: t.Name(), Version: Version, Test: t, Duration: cfg.TestDur}
 	s.result.Role = "server"
 	if cfg.Client {
@@ -141,6 +144,9 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 		}
 	}
 	err := s.run()
+	if s.peerCancel != nil {
+		s.peerCancel()
+	}
 	s.destroy()
 	if err == nil && cfg.JSON {
 		if jerr := s.writeJSON(stdout); jerr != nil {
@@ -205,27 +211,46 @@ func (s *session) peerRole() string {
 	return "client"
 }
 
-// stopped returns why the run must stop (an interrupt, or the peer gone),
-// or nil.
-func (s *session) stopped() error {
-	if s.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(s.ctx)
-}
+// stopped returns ctx's error once the run must stop (an interrupt).
+func (s *session) stopped() error { return s.ctx.Err() }
 
-// watchPeer, called when a data loop is about to wait, ends the run as
-// soon as the peer closes the side channel (it exited or was killed), so a
-// loop waiting for a completion that can no longer come says so at once
-// instead of after stallTimeout. The next side-channel exchange ends the
-// watch.
+// watchPeer, called when a data loop is about to wait, watches the side
+// channel: when the peer closes it (the peer exited or was killed), waits
+// end after peerGrace without progress, with an error that says so,
+// instead of after stallTimeout. The grace lets what the peer sent before
+// it exited (its last messages, its ACKs) still complete the run: some
+// tests (write_lat) end with no exchange, so a peer that finished may
+// close first. The next side-channel exchange ends the watch.
 func (s *session) watchPeer() {
 	if s.comm == nil {
 		return
 	}
+	if s.peerCtx == nil {
+		s.peerCtx, s.peerCancel = context.WithCancel(s.ctx)
+	}
 	s.comm.Watch(func() {
-		s.cancel(fmt.Errorf(" The %s exited during the test: its side channel closed", s.peerRole()))
+		s.peerGone.CompareAndSwap(0, time.Now().UnixNano())
+		s.peerCancel()
 	})
+}
+
+// peerGrace is how long a run goes on without progress once the peer has
+// closed the side channel.
+const peerGrace = 2 * time.Second
+
+// peerLeft reports whether the peer closed the side channel and, if so,
+// how much of peerGrace is left.
+func (s *session) peerLeft() (time.Duration, bool) {
+	at := s.peerGone.Load()
+	if at == 0 {
+		return 0, false
+	}
+	return time.Duration(at + int64(peerGrace) - time.Now().UnixNano()), true
+}
+
+// errPeerGone is the error of a wait that outlived peerGrace.
+func (s *session) errPeerGone() error {
+	return fmt.Errorf(" The %s exited during the test: its side channel closed", s.peerRole())
 }
 
 func (s *session) run() error {
