@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"runtime"
 	"time"
@@ -58,6 +59,10 @@ type Config struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	Exchanged func() // test hook: called once the exchange is over
+	// Listener, on the server side, is a listening socket to accept the
+	// client on instead of listening on Port (tests hand in one bound to
+	// port 0, so that the port is theirs before the client dials it).
+	Listener net.Listener
 }
 
 // Defaults returns the C tools' defaults for kind.
@@ -119,9 +124,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 	} else {
-		ln, err := Listen(ctx, cfg.Port)
-		if err != nil {
-			return err
+		ln := cfg.Listener
+		if ln == nil {
+			if ln, err = Listen(ctx, cfg.Port); err != nil {
+				return err
+			}
 		}
 		s.remote, err = ServerExchange(ctx, ln, len(records), func(r []Dest) ([]Dest, error) {
 			s.remote = r

@@ -11,29 +11,31 @@ import (
 	"time"
 )
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// runPair runs a server and a client in this process and returns their
+// output. The server accepts on a listener the test holds (bound to port 0
+// before either side starts, so the client can dial at once and no other
+// process can take the port), and a side that fails cancels the other.
+func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string) {
+	t.Helper()
+	const limit = 60 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// runPair runs a server and a client in this process and returns their output.
-func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	port := freePort(t)
-	var outs [2]bytes.Buffer
+	var outs [2]syncBuffer
 	var errs [2]error
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 2 {
 		cfg := Defaults(kind)
-		cfg.Port, cfg.GIDIndex, cfg.Iters = port, 1, 200
+		cfg.Port, cfg.GIDIndex, cfg.Iters = ln.Addr().(*net.TCPAddr).Port, 1, 200
 		cfg.Stdout, cfg.Stderr = &outs[i], &outs[i]
-		if i == 1 {
+		if i == 0 {
+			cfg.Listener = ln
+		} else {
 			cfg.Host = "127.0.0.1"
 		}
 		if mod != nil {
@@ -42,19 +44,41 @@ func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if i == 1 {
-				time.Sleep(100 * time.Millisecond) // let the server listen
+			if errs[i] = Run(ctx, cfg); errs[i] != nil {
+				cancel() // the other side would wait for it until the deadline
 			}
-			errs[i] = Run(ctx, cfg)
 		}()
 	}
-	wg.Wait()
-	for i, e := range errs {
-		if e != nil {
-			t.Fatalf("side %d: %v\n%s", i, e, outs[i].String())
-		}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit + 10*time.Second):
+		t.Fatalf("server and client still running %v after their deadline\nserver:\n%s\nclient:\n%s",
+			10*time.Second, outs[0].String(), outs[1].String())
+	}
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("server: %v\n%s\nclient: %v\n%s", errs[0], outs[0].String(), errs[1], outs[1].String())
 	}
 	return outs[0].String(), outs[1].String()
+}
+
+// syncBuffer is a bytes.Buffer that the test may read while a side that
+// overran its deadline still writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 var (
