@@ -36,16 +36,6 @@ func (l *evLog) take() []Event {
 	return e
 }
 
-func (l *evLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := ""
-	for _, e := range l.ev {
-		s += evString(e) + " "
-	}
-	return s
-}
-
 func evString(e Event) string {
 	s := fmt.Sprintf("{type %d", e.Type)
 	if e.QP != nil {

@@ -21,7 +21,6 @@ type sendWQE struct {
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
 	npkts    int
-	vendor   uint32
 	av       AV   // UD destination, copied from the work request
 	bind     Bind // BIND_MW arguments, copied from the work request
 }

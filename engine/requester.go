@@ -232,7 +232,7 @@ func (qp *QP) completeSend(w *sendWQE) {
 		qp.count(&qp.host.stats.RDMASends)
 	}
 	if w.signaled || w.status != StatusSuccess {
-		c := Completion{WRID: w.wr.ID, Status: w.status, QPN: qp.qpn, ByteLen: uint32(w.length), VendorErr: w.vendor}
+		c := Completion{WRID: w.wr.ID, Status: w.status, QPN: qp.qpn, ByteLen: uint32(w.length)}
 		switch w.wr.Op {
 		case WRSend, WRSendImm, WRSendWithInv:
 			c.Opcode = WCSend

@@ -164,21 +164,20 @@ func TestSimNoLoss(t *testing.T) {
 
 // simResult summarises a run.
 type simResult struct {
-	trace          uint64 // hash of every delivered datagram and completion
-	events         int    // datagrams delivered + completions
-	end            time.Duration
-	iters          int
-	sendWRs        int
-	opCount        [numWROps]int
-	signaled       int
-	partitions     int
-	srqQPs         int
-	recvs          int
-	net            memlink.Stats
-	icrc, dups     uint64
-	retrans, rnr   uint64
-	seqNAK, stale  uint64
-	unknown, badRs uint64
+	trace        uint64 // hash of every delivered datagram and completion
+	events       int    // datagrams delivered + completions
+	end          time.Duration
+	iters        int
+	sendWRs      int
+	opCount      [numWROps]int
+	signaled     int
+	partitions   int
+	srqQPs       int
+	recvs        int
+	net          memlink.Stats
+	icrc, dups   uint64
+	retrans, rnr uint64
+	seqNAK       uint64
 }
 
 func (r simResult) String() string {
@@ -207,7 +206,6 @@ type sim struct {
 	nextWork time.Time // next workload tick
 	trace    hash.Hash64
 	events   int
-	scratch  []byte
 	res      simResult
 
 	// per-host delivery batches, reused

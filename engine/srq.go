@@ -17,7 +17,6 @@ type SRQ struct {
 	rq     recvQueue
 	maxSGE int
 	limit  int // SRQ limit; 0 means disarmed
-	err    bool
 }
 
 // CreateSRQ creates a shared receive queue of depth WQEs with up to maxSGE

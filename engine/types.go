@@ -144,7 +144,8 @@ type Completion struct {
 	Imm     uint32 // immediate data, or the invalidated R_Key with WCFlagWithInv
 	QPN     uint32
 	SrcQP   uint32
-	// VendorErr carries the engine's reason for an error completion.
+	// VendorErr is ibv_wc.vendor_err: always 0 here, as on rxe (the status
+	// says what went wrong).
 	VendorErr uint32
 	// Solicited is set on a receive completion whose message asked for a
 	// solicited event.

@@ -175,9 +175,11 @@ type UDP struct {
 	// write (at most maxSrc times) so Send can read it without locking.
 	extra atomic.Pointer[map[uint16]*udpSock]
 
-	mu     sync.Mutex // guards failed, nExtra and closing
+	// mu serialises SourcePort's copy-on-write of extra with Close (which
+	// sets closed under it) and guards failed, the ports that could not be
+	// bound.
+	mu     sync.Mutex
 	failed map[uint16]struct{}
-	nExtra int
 
 	closed atomic.Bool
 	once   sync.Once

@@ -129,7 +129,7 @@ func TestRegistration(t *testing.T) {
 	if got[0].MAD[40] == 0xEE {
 		t.Fatal("handler MAD aliases the receive buffer")
 	}
-	if r.TID(0x8A3C1D27)>>32 != uint64(r.HiTID()) || uint32(r.TID(0x8A3C1D27)) != 0x8A3C1D27 || r.NewTID() == r.NewTID() {
+	if tid1, tid2 := r.NewTID(), r.NewTID(); r.TID(0x8A3C1D27)>>32 != uint64(r.HiTID()) || uint32(r.TID(0x8A3C1D27)) != 0x8A3C1D27 || tid1 == tid2 {
 		t.Fatal("TIDs")
 	}
 	if err := r.Send(mad.Address{Remote: peer, QPN: 1}, mad.NewCM(mad.AttrRTU, 1)); err != nil {

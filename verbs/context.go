@@ -36,7 +36,6 @@ type Context struct {
 
 	mu     sync.Mutex
 	closed bool
-	pds    int
 }
 
 // Open opens the device (ibv_open_device). The soft device binds its UDP

@@ -1,7 +1,6 @@
-// Package clock supplies the two clocks the management layers run on: the
-// system clock, and a fake one that tests advance by hand so that runs are
-// deterministic. Both satisfy mad.Clock (and any interface with the same two
-// methods).
+// Package clock supplies the fake clock that tests of the management
+// layers advance by hand, so that their runs are deterministic. It
+// satisfies mad.Clock (and any interface with the same two methods).
 package clock
 
 import (
@@ -9,16 +8,6 @@ import (
 	"sync"
 	"time"
 )
-
-// System is the real clock.
-type System struct{}
-
-// Now returns time.Now().
-func (System) Now() time.Time { return time.Now() }
-
-// AfterFunc runs f in its own goroutine after d and returns a function
-// that cancels it (reporting whether it was still pending).
-func (System) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // Fake is a manual clock. Timers fire only inside Advance/AdvanceTo/Step,
 // synchronously, in deadline order (ties in the order they were set), with
