@@ -188,6 +188,9 @@ func (d *Device) Link() link.Link { return d.link }
 // link to pollers.
 const pollHoldTime = time.Millisecond
 
+// holdClock is the clock pollHold reads (a test scripts it).
+var holdClock = time.Now
+
 // pollHold returns how much longer the receive goroutine should leave the
 // link to pollers, or 0.
 func (d *Device) pollHold() time.Duration {
@@ -195,7 +198,7 @@ func (d *Device) pollHold() time.Duration {
 	if lp == 0 {
 		return 0
 	}
-	return max(0, time.Duration(lp+int64(pollHoldTime)-time.Now().UnixNano()))
+	return max(0, time.Duration(lp+int64(pollHoldTime)-holdClock().UnixNano()))
 }
 
 // Blocking tells the device that a goroutine that polled it is about to

@@ -1,0 +1,120 @@
+package softdev
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdma-go/rdma-go/link"
+)
+
+// quietLink is a link whose blocking receive records whether the socket
+// was left quiet (out of the wait set) when the device started to wait:
+// a real socket would then never wake the device again.
+type quietLink struct {
+	mu      sync.Mutex
+	quiet   bool
+	waits   []bool // quiet at each ReceiveLocked
+	entered chan struct{}
+	release chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newQuietLink() *quietLink {
+	return &quietLink{entered: make(chan struct{}, 16), release: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (l *quietLink) Send([]link.Datagram) error { return nil }
+func (l *quietLink) Receive([]link.Datagram) (int, error) {
+	<-l.closed
+	return 0, link.ErrClosed
+}
+func (l *quietLink) LocalAddr() netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 4791)
+}
+func (l *quietLink) SourcePort(want uint16) uint16 { return want }
+func (l *quietLink) MaxBatch() int                 { return 4 }
+func (l *quietLink) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+func (l *quietLink) TryReceive([]link.Datagram) (int, error) { return 0, nil }
+func (l *quietLink) SetQuiet(on bool) {
+	l.mu.Lock()
+	l.quiet = on
+	l.mu.Unlock()
+}
+
+// ReceiveLocked records the quiet state, then waits for the test (a read
+// that finds nothing) or for Close.
+func (l *quietLink) ReceiveLocked(sync.Locker, []link.Datagram) (int, error) {
+	l.mu.Lock()
+	l.waits = append(l.waits, l.quiet)
+	l.mu.Unlock()
+	l.entered <- struct{}{}
+	select {
+	case <-l.release:
+		return 0, nil
+	case <-l.closed:
+		return 0, link.ErrClosed
+	}
+}
+
+// TestReceiveLoopNeverWaitsQuiet replays the clock readings that made the
+// device deaf: a poller's hold that still runs when the receive goroutine
+// wakes from it, and has ended when the goroutine next looks. The goroutine
+// must put the socket back in its wait set before it waits on it.
+func TestReceiveLoopNeverWaitsQuiet(t *testing.T) {
+	t0 := time.Now()
+	var clockMu sync.Mutex
+	var script []time.Time
+	holdClock = func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		if len(script) == 0 {
+			return time.Now()
+		}
+		now := script[0]
+		if len(script) > 1 {
+			script = script[1:]
+		}
+		return now
+	}
+	defer func() { holdClock = time.Now }()
+
+	l := newQuietLink()
+	d := Start(l, Options{})
+	defer d.Close()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-l.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the receive goroutine did not %s within 10 s", what)
+		}
+	}
+	wait("wait on the link at start")
+
+	// A Poll at t0: the hold runs until t0+1ms. The goroutine sees 0.5 ms
+	// left, holds, then sees 0.1 ms left, and finally none.
+	d.lastPoll.Store(t0.UnixNano())
+	clockMu.Lock()
+	script = []time.Time{
+		t0.Add(500 * time.Microsecond),
+		t0.Add(900 * time.Microsecond),
+		t0.Add(1100 * time.Microsecond),
+	}
+	clockMu.Unlock()
+	l.release <- struct{}{}
+	wait("wait on the link again after the poller's hold")
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.waits {
+		if q {
+			t.Errorf("wait %d on the link began with the socket quiet: no datagram would wake it", i)
+		}
+	}
+}
