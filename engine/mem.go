@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"crypto/rand"
-	"encoding/binary"
+	crand "crypto/rand"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -39,23 +39,43 @@ var (
 	errBadRange  = errors.New("engine: range outside the memory region")
 )
 
-// MemTable maps L_Keys and R_Keys to MRs for one device. Keys are
-// index<<8 | variant, with a random 8-bit variant and a random index offset,
-// so keys are not predictable from one registration to the next.
+// MemTable maps L_Keys and R_Keys to MRs for one device.
+//
+// A key is tag<<8 | variant, IBTA's split: the 24-bit tag names the MR or
+// window for as long as it lives, and the 8-bit variant is what a memory
+// window bind changes (ibv_inc_rkey). Both are drawn at random on every
+// registration (ChaCha8, seeded from crypto/rand), so all 32 bits of a key
+// are unpredictable: knowing any number of earlier keys says nothing about
+// the next. A tag is never 0 (so no key is), never that of a live MR or
+// window, and never one of the last quarantineLen freed, so a key that
+// packets may still carry does not come back soon. Tags are found in an
+// open-addressed table: being random, a tag's low bits are its hash.
 type MemTable struct {
-	mu      sync.RWMutex
-	slots   []*MR
-	free    []uint32
-	variant uint8
-	base    uint32
+	mu    sync.RWMutex
+	rng   *rand.ChaCha8
+	slots []memSlot // power-of-two size, linear probing; at most half full
+	used  int       // slots holding a tag, live or quarantined
+	// quarantine is a ring of the tags freed last; their slots keep the
+	// tag, with a nil MR, until they leave the ring.
+	quarantine []uint32
+	qNext      int
 }
+
+// memSlot is one entry of the key table: tag 0 is an empty slot, a nil mr a
+// quarantined tag.
+type memSlot struct {
+	tag uint32
+	mr  *MR
+}
+
+// quarantineLen is how many freed tags stay out of use.
+const quarantineLen = 4096
 
 // NewMemTable returns an empty table.
 func NewMemTable() *MemTable {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	r := binary.LittleEndian.Uint32(b[:])
-	return &MemTable{variant: uint8(r), base: (r >> 8) & 0xFFF}
+	var seed [32]byte
+	_, _ = crand.Read(seed[:])
+	return &MemTable{rng: rand.NewChaCha8(seed), slots: make([]memSlot, 16)}
 }
 
 // Register adds buf to the table for protection domain pd with the given
@@ -66,41 +86,115 @@ func (t *MemTable) Register(pd uint32, buf []byte, access uint32) *MR {
 		mr.Addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 	}
 	t.mu.Lock()
-	var idx uint32
-	if n := len(t.free); n > 0 {
-		idx = t.free[n-1]
-		t.free = t.free[:n-1]
-	} else {
-		idx = uint32(len(t.slots))
-		t.slots = append(t.slots, nil)
-	}
-	t.slots[idx] = mr
-	t.variant += 0x5B // a new variant on every registration
-	key := (idx+t.base)<<8 | uint32(t.variant)
+	t.newKeyLocked(mr)
 	t.mu.Unlock()
-	mr.LKey = key
-	if access&(AccessRemoteRead|AccessRemoteWrite|AccessRemoteAtomic) != 0 {
-		mr.RKey = key
-	}
 	mr.valid.Store(true)
 	return mr
 }
 
-// Deregister removes mr (or a window); its keys stop working at once.
+// newKeyLocked draws a key with a free tag, gives it to mr (as its R_Key
+// too if it grants remote access) and enters mr under it.
+func (t *MemTable) newKeyLocked(mr *MR) {
+	if 2*(t.used+1) > len(t.slots) {
+		t.growLocked()
+	}
+	for {
+		k := t.rng.Uint64()
+		for range 2 { // two 32-bit draws per ChaCha8 output
+			key := uint32(k)
+			k >>= 32
+			tag := key >> 8
+			if tag == 0 {
+				continue
+			}
+			i, found := t.findLocked(tag)
+			if found {
+				continue // live, or quarantined
+			}
+			mr.LKey = key
+			if mr.Access&(AccessRemoteRead|AccessRemoteWrite|AccessRemoteAtomic) != 0 {
+				mr.RKey = key
+			}
+			t.slots[i] = memSlot{tag: tag, mr: mr}
+			t.used++
+			return
+		}
+	}
+}
+
+// findLocked returns the slot holding tag, or the empty slot where it would
+// go.
+func (t *MemTable) findLocked(tag uint32) (int, bool) {
+	mask := len(t.slots) - 1
+	for i := int(tag) & mask; ; i = (i + 1) & mask {
+		switch t.slots[i].tag {
+		case tag:
+			return i, true
+		case 0:
+			return i, false
+		}
+	}
+}
+
+func (t *MemTable) growLocked() {
+	old := t.slots
+	t.slots = make([]memSlot, 2*len(old))
+	for _, s := range old {
+		if s.tag != 0 {
+			i, _ := t.findLocked(s.tag)
+			t.slots[i] = s
+		}
+	}
+}
+
+// deleteLocked empties slot i, moving later entries of its probe run back
+// (no tombstones, so a lookup ends at the first empty slot).
+func (t *MemTable) deleteLocked(i int) {
+	mask := len(t.slots) - 1
+	j := i
+	for {
+		j = (j + 1) & mask
+		s := t.slots[j]
+		if s.tag == 0 {
+			break
+		}
+		home := int(s.tag) & mask
+		// Move s into the hole at i unless its home lies in (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.slots[i] = s
+			i = j
+		}
+	}
+	t.slots[i] = memSlot{}
+	t.used--
+}
+
+// Deregister removes mr (or a window); its keys stop working at once, and
+// its tag stays out of use for the next quarantineLen deregistrations.
 func (t *MemTable) Deregister(mr *MR) {
 	if !mr.valid.Swap(false) {
 		return
 	}
-	idx := mr.LKey>>8 - t.base
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mr.mw != 0 {
 		t.unbindLocked(mr)
 	}
-	if int(idx) < len(t.slots) && t.slots[idx] == mr {
-		t.slots[idx] = nil
-		t.free = append(t.free, idx)
+	tag := mr.LKey >> 8
+	i, found := t.findLocked(tag)
+	if !found || t.slots[i].mr != mr {
+		return
 	}
-	t.mu.Unlock()
+	t.slots[i].mr = nil
+	if len(t.quarantine) < quarantineLen {
+		t.quarantine = append(t.quarantine, tag)
+		return
+	}
+	if j, ok := t.findLocked(t.quarantine[t.qNext]); ok {
+		t.deleteLocked(j)
+	}
+	t.quarantine[t.qNext] = tag
+	t.qNext = (t.qNext + 1) % quarantineLen
 }
 
 func (t *MemTable) lookup(key uint32) *MR {
@@ -110,12 +204,24 @@ func (t *MemTable) lookup(key uint32) *MR {
 	return mr
 }
 
+// lookupLocked returns the MR or window whose tag key has, or nil. The
+// caller compares the whole key.
 func (t *MemTable) lookupLocked(key uint32) *MR {
-	idx := key>>8 - t.base
-	if int(idx) < len(t.slots) {
-		return t.slots[idx]
+	tag := key >> 8
+	if tag == 0 {
+		return nil
 	}
-	return nil
+	slots := t.slots
+	mask := len(slots) - 1
+	for i := int(tag) & mask; ; i = (i + 1) & mask {
+		s := &slots[i]
+		if s.tag == tag {
+			return s.mr
+		}
+		if s.tag == 0 {
+			return nil
+		}
+	}
 }
 
 // Local resolves a local SGE: the key must be the L_Key of a valid MR in pd,
@@ -160,8 +266,8 @@ func (t *MemTable) Remote(pd, qpn, rkey uint32, va, n uint64, access uint32) ([]
 // AllocMW allocates an unbound memory window of type 1 or 2 in pd.
 func (t *MemTable) AllocMW(pd uint32, typ uint8) *MR {
 	mw := t.Register(pd, nil, 0)
-	mw.mw = typ
 	t.mu.Lock()
+	mw.mw = typ
 	mw.RKey = mw.LKey
 	t.mu.Unlock()
 	return mw
