@@ -1,13 +1,9 @@
 package perftest
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
-	"os"
 	"runtime"
-	"strings"
-	"syscall"
 
 	"github.com/rdma-go/rdma-go/internal/version"
 )
@@ -23,37 +19,12 @@ type Env struct {
 	Arch      string `json:"arch"`
 }
 
-// Environment returns the CPU model (from /proc/cpuinfo), the kernel
-// (uname) and the Go toolchain of this process.
+// Environment returns the CPU model, the kernel (uname) and the Go
+// toolchain of this process, and rdma-go's version. Where the system does
+// not say, CPU and Kernel are empty.
 func Environment() Env {
-	e := Env{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), RdmaGo: version.String(), OS: runtime.GOOS, Arch: runtime.GOARCH}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if ok && strings.TrimSpace(k) == "model name" {
-				e.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		e.Kernel = cstr(u.Sysname[:]) + " " + cstr(u.Release[:]) + " " + cstr(u.Version[:])
-	}
-	return e
-}
-
-func cstr(b []int8) string {
-	var s strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s.WriteByte(byte(c))
-	}
-	return s.String()
+	return Env{CPU: cpuModel(), CPUs: runtime.NumCPU(), Kernel: kernel(), GoVersion: runtime.Version(),
+		RdmaGo: version.String(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
 // jsonReport is the object --json prints.
