@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,6 +368,12 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		run, err = softdev.Open(d.addr, opts)
 	}
 	if err != nil {
+		if d.auto && errors.Is(err, syscall.EADDRNOTAVAIL) && runtime.GOOS != "linux" {
+			// Only Linux answers on all of 127.0.0.0/8 out of the box.
+			return nil, fmt.Errorf("verbs: open %s: %w (on %s only the loopback addresses configured on the "+
+				"loopback interface can be bound, and 127.0.0.1 is taken: add aliases, e.g. ifconfig lo0 alias "+
+				"127.0.0.2, or pick an address with %s or %s)", d.name, err, runtime.GOOS, LoopbackEnv, DevicesEnv)
+		}
 		return nil, fmt.Errorf("verbs: open %s: %w", d.name, err)
 	}
 	d.run, d.refs, d.down = run, 1, false
