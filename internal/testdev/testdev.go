@@ -1,0 +1,73 @@
+// Package testdev gives tests soft devices on loopback addresses that no
+// other test process uses.
+//
+// go test ./... runs the packages' test binaries in parallel, and every
+// automatically addressed device (verbs' rgo0, AddLoopbackDevice) takes the
+// first free address of 127.0.0.1–127.0.0.254. A test device there shares
+// its address with whatever process takes it next: a peer's retransmissions,
+// CM retries and keepalives meant for a device that closed reach another
+// process's device, whose QPNs (0x11, 0x12, ...) are the same. The devices
+// of this package bind a random address of the rest of 127.0.0.0/8 instead,
+// which no automatically addressed device takes; the device's own bind is
+// the reservation, and a taken address (EADDRINUSE) is retried with another
+// one, a bounded number of times.
+package testdev
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/rdma-go/rdma-go/verbs"
+)
+
+// tries bounds the addresses Open tries. With 2^24 addresses to draw
+// from, a second try is already rare.
+const tries = 20
+
+var seq atomic.Int32
+
+// Addr returns a random address of 127.1.0.1–127.254.255.254: outside
+// 127.0.0.0/24, where automatically addressed devices live. It is a
+// candidate, not a reservation: bind it (Open does) and draw another when
+// it is taken.
+func Addr() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
+}
+
+// Open registers a soft device named prefix plus a sequence number on a
+// random loopback address (Addr) and opens it. The returned context keeps
+// the device, and so its address, until it is closed.
+func Open(prefix string) (*verbs.Context, error) {
+	var err error
+	for range tries {
+		var d *verbs.Device
+		d, err = verbs.AddDevice(fmt.Sprintf("%s%d", prefix, seq.Add(1)), Addr())
+		if err != nil {
+			return nil, err
+		}
+		var c *verbs.Context
+		if c, err = d.Open(); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("testdev: %d random loopback addresses were all taken: %w", tries, err)
+}
+
+// Device is Open for a test: the device is closed when the test ends.
+func Device(t testing.TB, prefix string) *verbs.Context {
+	t.Helper()
+	c, err := Open(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
