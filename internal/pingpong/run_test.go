@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
 // runPair runs a server and a client in this process and returns their
@@ -25,13 +27,16 @@ func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string)
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	// Both sides use one device of their own, on an address no other
+	// test process uses; it stays open until the test ends.
+	dev := testdev.Device(t, "pp").Device().Name()
 	var outs [2]syncBuffer
 	var errs [2]error
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 2 {
 		cfg := Defaults(kind)
-		cfg.Port, cfg.GIDIndex, cfg.Iters = ln.Addr().(*net.TCPAddr).Port, 1, 200
+		cfg.Port, cfg.GIDIndex, cfg.Iters, cfg.Device = ln.Addr().(*net.TCPAddr).Port, 1, 200, dev
 		cfg.Stdout, cfg.Stderr = &outs[i], &outs[i]
 		if i == 0 {
 			cfg.Listener = ln
@@ -82,8 +87,8 @@ func (s *syncBuffer) String() string {
 }
 
 var (
-	localRE  = regexp.MustCompile(`(?m)^  local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}[,:] GID ::ffff:127\.0\.0\.\d+$`)
-	remoteRE = regexp.MustCompile(`(?m)^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:127\.0\.0\.\d+$`)
+	localRE  = regexp.MustCompile(`(?m)^  local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}[,:] GID ::ffff:127\.\d+\.\d+\.\d+$`)
+	remoteRE = regexp.MustCompile(`(?m)^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:127\.\d+\.\d+\.\d+$`)
 	bytesRE  = regexp.MustCompile(`(?m)^\d+ bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec$`)
 	itersRE  = regexp.MustCompile(`(?m)^200 iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter$`)
 )
