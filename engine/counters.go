@@ -52,6 +52,7 @@ type Counters struct {
 	RemoteAccessNAKsSent   uint64 `rxe:"send_rem_access_err"`
 	RemoteOpNAKsSent       uint64 `rxe:"send_rem_op_err"`
 	SeqNAKsSent            uint64 `rxe:"send_seq_err"`
+	DropResponding         uint64 `rxe:"rcvd_while_responding"`
 
 	InvalidRequestNAKsReceived uint64 `rxe:"rcvd_inv_req_err"`
 	RemoteAccessNAKsReceived   uint64 `rxe:"rcvd_rem_access_err"`

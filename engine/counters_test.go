@@ -95,6 +95,7 @@ func TestCounters(t *testing.T) {
 	type tcase struct {
 		name         string
 		typ          QPType
+		hc           func(*HostConfig)
 		run          func(p *pair)
 		a, b         []string // counters of the device and of its QP
 		aPort, bPort []string // counters of the device only
@@ -155,6 +156,13 @@ func TestCounters(t *testing.T) {
 			p.postA(SendWR{ID: 1, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8), RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey})
 			p.run(time.Second)
 		}, a: []string{"InvalidRequestNAKsReceived"}, b: []string{"RequestErrors", "InvalidRequestNAKsSent"}},
+		{name: "dropped while responding", hc: func(c *HostConfig) { c.ReadBurst = 2 }, run: func(p *pair) {
+			p.recvB(1, p.mrb, 0, 4096)
+			p.postA(SendWR{ID: 1, Op: WRRead, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8000), RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey})
+			send(p, 2, 100)
+			p.run(time.Second)
+			checkWCs(p.t, "A", p.acq.take(), wc{1, StatusSuccess}, wc{2, StatusSuccess})
+		}, a: []string{"SeqNAKsReceived", "Retries"}, b: []string{"DropResponding", "SeqNAKsSent"}},
 		{name: "remote access", run: func(p *pair) {
 			p.postA(SendWR{ID: 1, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8), RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey ^ 0x100})
 			p.run(time.Second)
@@ -230,7 +238,7 @@ func TestCounters(t *testing.T) {
 			if typ == 0 {
 				typ = QPTypeRC
 			}
-			p := newPairOf(t, typ, addrA, addrB, nil, nil)
+			p := newPairOf(t, typ, addrA, addrB, tc.hc, nil)
 			tc.run(p)
 			for _, side := range []struct {
 				name       string

@@ -44,6 +44,10 @@ type HostConfig struct {
 	// OnEvent receives asynchronous events. It is called with engine locks
 	// held, so it must only queue the event.
 	OnEvent func(Event)
+	// ReadBurst is how many READ response packets a QP sends at a time
+	// (default 256); the rest of a longer READ goes out from OnTimer, so
+	// no READ holds the receive path for longer than one burst.
+	ReadBurst int
 }
 
 // maxPacket is the largest datagram the engine builds: PMTU 4096 plus the
@@ -81,6 +85,9 @@ func NewHost(cfg HostConfig) *Host {
 	}
 	if cfg.MTU <= 0 {
 		cfg.MTU = 1024
+	}
+	if cfg.ReadBurst <= 0 {
+		cfg.ReadBurst = 256
 	}
 	cfg.MTU = min(cfg.MTU, 4096) // the largest IB MTU, and what a packet buffer holds
 	if cfg.Mem == nil {
@@ -369,6 +376,9 @@ type Stats struct {
 	RemoteAccessNAKsSent   atomic.Uint64 // NAK remote access error: R_Key, range or MR access
 	RemoteOpNAKsSent       atomic.Uint64 // NAK remote operational error: the responder failed (its CQ overflowed)
 	SeqNAKsSent            atomic.Uint64
+	// DropResponding counts requests dropped while a READ's responses were
+	// still going out (they are asked for again with a sequence NAK).
+	DropResponding atomic.Uint64
 
 	// The requester's side of the same: fatal NAKs received, by syndrome.
 	InvalidRequestNAKsReceived atomic.Uint64

@@ -293,7 +293,17 @@ func (qp *QP) fatal(now time.Time, tx *txBatch) { qp.enterError(now, tx) }
 func (qp *QP) Deadline() (time.Time, bool) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	return qp.req.deadline()
+	return qp.nextDeadline()
+}
+
+// nextDeadline is the earliest of the requester's timers and the
+// responder's next READ burst.
+func (qp *QP) nextDeadline() (time.Time, bool) {
+	d, ok := qp.req.deadline()
+	if at := qp.rsp.pumpAt; !at.IsZero() && (!ok || at.Before(d)) {
+		d, ok = at, true
+	}
+	return d, ok
 }
 
 // OnTimer runs the QP's expired timers: retransmission and the RNR wait.
@@ -303,6 +313,9 @@ func (qp *QP) OnTimer(now time.Time) {
 	defer qp.mu.Unlock()
 	tx := qp.host.getTx()
 	qp.deadline = time.Time{}
+	if at := qp.rsp.pumpAt; !at.IsZero() && !now.Before(at) {
+		qp.pumpRead(now, tx)
+	}
 	qp.req.onTimer(qp, now, tx)
 	qp.settle(now, tx)
 	qp.noteDeadline()
@@ -312,7 +325,7 @@ func (qp *QP) OnTimer(now time.Time) {
 
 // noteDeadline reports a new earliest deadline through OnDeadline.
 func (qp *QP) noteDeadline() {
-	d, ok := qp.req.deadline()
+	d, ok := qp.nextDeadline()
 	if !ok || qp.cfg.OnDeadline == nil {
 		return
 	}

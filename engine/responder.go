@@ -46,9 +46,31 @@ type responder struct {
 	res     []resource
 	resNext int
 
+	// rd is the READ being answered. Its responses go out readBurst
+	// packets at a time (the rest from OnTimer, pumpAt being due), and
+	// every request that arrives meanwhile is dropped (dropped is set):
+	// when the last response is out, a PSN sequence NAK sends the
+	// requester back to them. A peer thus cannot hold the receive path
+	// for longer than one burst, however much it asks to read.
+	rd      readCursor
+	dropped bool
+	pumpAt  time.Time
+
 	ackPending bool
 	ackPSN     wire.PSN
 	onPending  bool // queued on the host's pending-ACK list
+}
+
+// readCursor is a READ being answered: length bytes at va under rkey,
+// numbered from psn; off bytes and the PSNs before next are sent.
+type readCursor struct {
+	active bool
+	psn    wire.PSN
+	next   wire.PSN
+	va     uint64
+	rkey   uint32
+	length uint32
+	off    uint32
 }
 
 func (s *responder) reset(p wire.PSN) {
@@ -82,6 +104,16 @@ func (qp *QP) handleRequest(now time.Time, p *wire.Packet, tx *txBatch) {
 		return
 	}
 	psn := p.BTH.PSN()
+	if s.rd.active {
+		// A duplicate needs nothing: the responses going out acknowledge
+		// what came before the READ, and a repeated READ request is
+		// being answered. A new request is asked for again later.
+		qp.count(&qp.host.stats.DropResponding)
+		if !psn.Before(s.ePSN) {
+			s.dropped = true
+		}
+		return
+	}
 	switch c := psn.Cmp(s.ePSN); {
 	case c > 0:
 		qp.count(&qp.host.stats.DropOutOfSequence)
@@ -93,7 +125,7 @@ func (qp *QP) handleRequest(now time.Time, p *wire.Packet, tx *txBatch) {
 		return
 	case c < 0:
 		qp.count(&qp.host.stats.Duplicates)
-		qp.duplicate(p, psn, tx)
+		qp.duplicate(now, p, psn, tx)
 		return
 	}
 	s.nakSent = false
@@ -367,12 +399,35 @@ func (qp *QP) executeRead(now time.Time, p *wire.Packet, tx *txBatch) {
 	qp.sendReadResponses(now, tx, psn, reth.VA(), reth.RKey(), total)
 }
 
-// sendReadResponses sends the responses of a READ of length bytes at va,
-// numbered from psn. The MR is checked again for every packet, as rxe does.
+// sendReadResponses starts the responses of a READ of length bytes at va,
+// numbered from psn: the first burst now, the rest from OnTimer.
 func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uint64, rkey, length uint32) {
-	qp.clearDeferredAck(tx, psn)
-	off := 0
-	for {
+	qp.rsp.rd = readCursor{active: true, psn: psn, next: psn, va: va, rkey: rkey, length: length}
+	qp.pumpRead(now, tx)
+}
+
+// pumpRead sends the next burst of READ responses (HostConfig.ReadBurst
+// packets). The MR is checked again for every packet, as rxe does. When the
+// last is out, a PSN sequence NAK asks again for the requests dropped
+// meanwhile.
+func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
+	s := &qp.rsp
+	c := &s.rd
+	s.pumpAt = time.Time{}
+	if !c.active {
+		return
+	}
+	if qp.st != StateRTR && qp.st != StateRTS && qp.st != StateSQD {
+		c.active, s.dropped = false, false
+		return
+	}
+	qp.clearDeferredAck(tx, c.next)
+	for burst := qp.host.cfg.ReadBurst; ; burst-- {
+		if burst == 0 {
+			s.pumpAt = now
+			return
+		}
+		psn, off, length, va, rkey := c.next, int(c.off), c.length, c.va, c.rkey
 		n := min(qp.mtu, int(length)-off)
 		first, last := off == 0, off+n == int(length)
 		var op wire.Opcode
@@ -390,6 +445,7 @@ func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uin
 		if n > 0 {
 			b, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
 			if err != nil {
+				c.active, s.dropped = false, false
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 				return
 			}
@@ -405,10 +461,17 @@ func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uin
 		wire.BTH(b).Encode(op, false, wire.Pad(n), qp.attr.DestQPN, false, psn)
 		tx.commit(qp, b)
 		if last {
-			return
+			break
 		}
-		off += n
-		psn = psn.Next()
+		c.off += uint32(n)
+		c.next = psn.Next()
+	}
+	c.active = false
+	if s.dropped {
+		s.dropped = false
+		s.nakSent = true
+		qp.count(&qp.host.stats.SeqNAKsSent)
+		qp.writeAck(tx, wire.SyndromePSNSeqErr, s.ePSN)
 	}
 }
 
@@ -442,7 +505,7 @@ func (qp *QP) executeAtomic(now time.Time, p *wire.Packet, tx *txBatch) {
 }
 
 // duplicate answers a request whose PSN is before the expected one.
-func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
+func (qp *QP) duplicate(now time.Time, p *wire.Packet, psn wire.PSN, tx *txBatch) {
 	s := &qp.rsp
 	switch {
 	case p.Flags&wire.IsRead != 0:
@@ -456,7 +519,7 @@ func (qp *QP) duplicate(p *wire.Packet, psn wire.PSN, tx *txBatch) {
 			if reth.RKey() != r.rkey || va < r.va || va+n > r.va+uint64(r.length) {
 				break
 			}
-			qp.sendReadResponses(time.Time{}, tx, psn, va, r.rkey, uint32(n))
+			qp.sendReadResponses(now, tx, psn, va, r.rkey, uint32(n))
 			return
 		}
 		qp.count(&qp.host.stats.DropDuplicate)

@@ -65,6 +65,7 @@ type simConfig struct {
 	retryCnt   uint8 // every QP's retry_cnt (7: infinite)
 	minTimeout uint8 // the local ACK timeout is drawn from minTimeout..12
 	ops        []simOpWeight
+	readBurst  int // HostConfig.ReadBurst (0: the default)
 }
 
 // simFaults are the faults during the workload; simCalm after it.
@@ -294,7 +295,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			a = netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)})
 		}
 		h := &simHost{idx: i, addr: a, s: s}
-		h.h = NewHost(HostConfig{Addr: a, Link: h, ICRC: wire.ICRCIPv4Strict})
+		h.h = NewHost(HostConfig{Addr: a, Link: h, ICRC: wire.ICRCIPv4Strict, ReadBurst: cfg.readBurst})
 		s.hosts = append(s.hosts, h)
 	}
 	s.batches = make([][]link.Datagram, len(s.hosts))

@@ -51,6 +51,7 @@ type Counters struct {
 	RemoteAccessNAKsSent   uint64 // send_rem_access_err: NAK remote access error sent
 	RemoteOpNAKsSent       uint64 // send_rem_op_err: NAK remote operational error sent
 	SeqNAKsSent            uint64 // send_seq_err: PSN sequence error NAKs sent
+	DropResponding         uint64 // rcvd_while_responding: requests dropped while a long READ was being answered (asked for again)
 
 	InvalidRequestNAKsReceived uint64 // rcvd_inv_req_err
 	RemoteAccessNAKsReceived   uint64 // rcvd_rem_access_err
