@@ -21,10 +21,8 @@ var (
 // four connections of 100 messages of 1 KiB (the interop checklist's
 // second run).
 func TestCmatoseProcesses(t *testing.T) {
-	srv, cli := freeLoopback(t), freeLoopback(t)
-	s := start(t, "ucmatose", srv.String(), "-c", "4", "-C", "100", "-S", "1024")
-	waitDevice(t, s, srv)
-	code, out, errOut := run(t, "ucmatose", cli.String(), "-s", srv.String(), "-c", "4", "-C", "100", "-S", "1024")
+	s, srv := startServer(t, "ucmatose", "-c", "4", "-C", "100", "-S", "1024")
+	code, out, errOut := run(t, "ucmatose", true, "-s", srv.String(), "-c", "4", "-C", "100", "-S", "1024")
 	if code != 0 {
 		t.Fatalf("client exit %d\n%s%s", code, out, errOut)
 	}
@@ -69,7 +67,7 @@ func TestCmatose(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, cli := openDevice(t), openDevice(t)
-			port := fmt.Sprint(7400 + devSeq.Load())
+			port := fmt.Sprint(7400 + portSeq.Add(1))
 			s := goTool(t, "ucmatose", append([]string{"-b", srv.String(), "-p", port}, c.args...)...)
 			s.waitListen(t)
 			code, out, errOut := goTool(t, "ucmatose", append([]string{"-s", srv.String(), "-b", cli.String(), "-p", port}, c.args...)...).wait(t)
@@ -103,10 +101,8 @@ func TestCmatoseRejected(t *testing.T) {
 
 // TestUdaddyProcesses: udaddy server and client as two processes.
 func TestUdaddyProcesses(t *testing.T) {
-	srv, cli := freeLoopback(t), freeLoopback(t)
-	s := start(t, "udaddy", srv.String())
-	waitDevice(t, s, srv)
-	code, out, errOut := run(t, "udaddy", cli.String(), "-s", srv.String())
+	s, srv := startServer(t, "udaddy")
+	code, out, errOut := run(t, "udaddy", true, "-s", srv.String())
 	if code != 0 {
 		t.Fatalf("client exit %d\n%s%s", code, out, errOut)
 	}
@@ -218,10 +214,8 @@ func TestArgs(t *testing.T) {
 // TestRdmaServerClientProcesses: rdma_server and rdma_client as two
 // processes.
 func TestRdmaServerClientProcesses(t *testing.T) {
-	srv, cli := freeLoopback(t), freeLoopback(t)
-	s := start(t, "rdma_server", srv.String(), "-p", "7472")
-	waitDevice(t, s, srv)
-	code, out, errOut := run(t, "rdma_client", cli.String(), "-s", srv.String(), "-p", "7472")
+	s, srv := startServer(t, "rdma_server", "-p", "7472")
+	code, out, errOut := run(t, "rdma_client", true, "-s", srv.String(), "-p", "7472")
 	if code != 0 {
 		t.Fatalf("client exit %d\n%s%s", code, out, errOut)
 	}

@@ -1,12 +1,11 @@
 package cmtools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,11 +13,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rdma-go/rdma-go/verbs"
+	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
 // The test binary doubles as the five tools: with CMTOOLS_TEST_TOOL set it
@@ -40,41 +38,90 @@ var tools = map[string]func(*Env, []string) int{
 
 func TestMain(m *testing.M) {
 	if name := os.Getenv(toolEnv); name != "" {
-		prog := os.Getenv(progEnv)
-		if prog == "" {
-			prog = name
-		}
-		os.Exit(tools[name](&Env{Prog: prog, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]))
+		os.Exit(runChild(name))
 	}
 	os.Exit(m.Run())
+}
+
+// The child tool tells the test, one line at a time on file descriptor 3,
+// the address of its device ("device 127.x.y.z") and when its server
+// listens ("listening"): events its output does not show.
+const (
+	deviceEnv = "CMTOOLS_TEST_DEVICE" // "1": open a device of the child's own
+	eventsFD  = 3
+)
+
+// runChild runs the tool that the environment names, with a device of its
+// own on a loopback address no other test process uses (testdev) unless
+// told not to have any.
+func runChild(name string) int {
+	prog := os.Getenv(progEnv)
+	if prog == "" {
+		prog = name
+	}
+	events := os.NewFile(eventsFD, "events")
+	env := &Env{Prog: prog, Stdout: os.Stdout, Stderr: os.Stderr,
+		listening: func() { fmt.Fprintln(events, "listening") }}
+	if os.Getenv(deviceEnv) == "1" {
+		c, err := testdev.Open("rgo")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test child:", err)
+			return 125
+		}
+		defer c.Close()
+		fmt.Fprintln(events, "device", c.Addr())
+	}
+	return tools[name](env, os.Args[1:])
 }
 
 // proc is a tool running as a child process.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr syncBuffer
+	events         chan string // the lines of eventsFD; closed at EOF
 	done           chan struct{}
 	err            error
 }
 
 // start runs tool with args in a child process whose only RDMA device is
-// the loopback one at addr (none when addr is "off").
-func start(t *testing.T, tool, addr string, args ...string) *proc {
+// one of its own (device), or which has none.
+func start(t *testing.T, tool string, device bool, args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	p := &proc{done: make(chan struct{})}
+	p := &proc{done: make(chan struct{}), events: make(chan string, 16)}
 	p.cmd = exec.CommandContext(ctx, os.Args[0], args...)
 	cfg := filepath.Join(t.TempDir(), "devices")
 	if err := os.WriteFile(cfg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Env = append(os.Environ(), toolEnv+"="+tool, progEnv+"="+tool, "RDMA_GO_LOOPBACK="+addr,
-		"RDMA_GO_DEVICES=", "RDMA_GO_CONFIG="+cfg)
+	dev := "0"
+	if device {
+		dev = "1"
+	}
+	p.cmd.Env = append(os.Environ(), toolEnv+"="+tool, progEnv+"="+tool, deviceEnv+"="+dev,
+		"RDMA_GO_LOOPBACK=off", "RDMA_GO_DEVICES=", "RDMA_GO_CONFIG="+cfg)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	p.cmd.ExtraFiles = []*os.File{w} // file descriptor 3 (eventsFD)
+	err = p.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		cancel()
+		t.Fatal(err)
+	}
+	go func() {
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			p.events <- sc.Text()
+		}
+		close(p.events)
+	}()
 	go func() {
 		p.err = p.cmd.Wait()
 		cancel()
@@ -87,13 +134,47 @@ func start(t *testing.T, tool, addr string, args ...string) *proc {
 	return p
 }
 
+// event waits for the child's next event line, which must start with want,
+// and returns the rest of it.
+func (p *proc) event(t *testing.T, want string) string {
+	t.Helper()
+	select {
+	case ev, ok := <-p.events:
+		if !ok {
+			<-p.done
+			t.Fatalf("waiting for %q: the child ended (%v)\n%s%s", want, p.err, p.stdout.String(), p.stderr.String())
+		}
+		rest, found := strings.CutPrefix(ev, want)
+		if !found {
+			t.Fatalf("waiting for %q: the child said %q", want, ev)
+		}
+		return strings.TrimSpace(rest)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waiting for %q: the child said nothing for 30 s\n%s%s", want, p.stdout.String(), p.stderr.String())
+	}
+	return ""
+}
+
+// device returns the address of the child's device.
+func (p *proc) device(t *testing.T) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(p.event(t, "device"))
+	if err != nil {
+		t.Fatalf("the child's device: %v", err)
+	}
+	return a
+}
+
+// waitListen waits until the child's server listens.
+func (p *proc) waitListen(t *testing.T) { t.Helper(); p.event(t, "listening") }
+
 // wait returns the process's exit status, stdout and stderr.
 func (p *proc) wait(t *testing.T) (int, string, string) {
 	t.Helper()
 	select {
 	case <-p.done:
 	case <-time.After(70 * time.Second):
-		t.Fatal("process did not end")
+		t.Fatalf("the child did not end in 70 s\n%s%s", p.stdout.String(), p.stderr.String())
 	}
 	code := 0
 	var ee *exec.ExitError
@@ -106,68 +187,33 @@ func (p *proc) wait(t *testing.T) (int, string, string) {
 }
 
 // run runs tool to completion in a child process.
-func run(t *testing.T, tool, addr string, args ...string) (int, string, string) {
+func run(t *testing.T, tool string, device bool, args ...string) (int, string, string) {
 	t.Helper()
-	return start(t, tool, addr, args...).wait(t)
+	return start(t, tool, device, args...).wait(t)
 }
 
-// freeLoopback returns a 127/8 address whose RoCE port is free, chosen at
-// random so that concurrent test runs do not meet.
-func freeLoopback(t *testing.T) netip.Addr {
+// startServer starts a server tool in a child process and returns it and
+// its device's address once it listens.
+func startServer(t *testing.T, tool string, args ...string) (*proc, netip.Addr) {
 	t.Helper()
-	for range 100 {
-		a := netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
-		c, err := net.ListenPacket("udp", netip.AddrPortFrom(a, 4791).String())
-		if err == nil {
-			c.Close()
-			return a
-		}
-	}
-	t.Fatal("no free loopback address")
-	return netip.Addr{}
+	p := start(t, tool, true, args...)
+	a := p.device(t)
+	p.waitListen(t)
+	return p, a
 }
 
-// waitDevice waits until a process has opened its device at a (its RoCE
-// port is taken), then lets it reach its listen call.
-func waitDevice(t *testing.T, p *proc, a netip.Addr) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			t.Fatalf("server exited early: %v\n%s%s", p.err, p.stdout.String(), p.stderr.String())
-		default:
-		}
-		c, err := net.ListenPacket("udp", netip.AddrPortFrom(a, 4791).String())
-		if err != nil && errors.Is(err, syscall.EADDRINUSE) {
-			time.Sleep(200 * time.Millisecond)
-			return
-		}
-		if c != nil {
-			c.Close()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the server's device did not open")
-}
-
-var devSeq atomic.Int32
-
-// openDevice adds and opens a loopback device in this process and returns
-// its address; it stays open until the test ends.
+// openDevice opens a soft device in this process on a loopback address no
+// other test process uses, and returns its address; it stays open until
+// the test ends.
 func openDevice(t *testing.T) netip.Addr {
 	t.Helper()
-	d, err := verbs.AddLoopbackDevice(fmt.Sprintf("cmt%d", devSeq.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.Addr()
+	return testdev.Device(t, "cmt").Addr()
 }
+
+// portSeq numbers the CM ports of the tests in this process. CM ports
+// live in the process (rdmacm's port spaces), so no other process can
+// take them, and each test's tools are gone before the next starts.
+var portSeq atomic.Int32
 
 // syncBuffer is a bytes.Buffer safe for a tool's goroutines and the test.
 type syncBuffer struct {
@@ -223,7 +269,7 @@ func (r *inproc) waitListen(t *testing.T) {
 	case <-r.done:
 		t.Fatalf("server exited: %d\n%s%s", r.code, r.stdout.String(), r.stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatal("server does not listen")
+		t.Fatalf("waiting 30 s for the server to listen\n%s%s", r.stdout.String(), r.stderr.String())
 	}
 }
 
@@ -233,7 +279,7 @@ func (r *inproc) wait(t *testing.T) (int, string, string) {
 	select {
 	case <-r.done:
 	case <-time.After(70 * time.Second):
-		t.Fatal("tool did not end")
+		t.Fatalf("%s did not end in 70 s\n%s%s", "the tool", r.stdout.String(), r.stderr.String())
 	}
 	return r.code, r.stdout.String(), r.stderr.String()
 }

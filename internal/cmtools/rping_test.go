@@ -36,10 +36,8 @@ func TestRpingPing(t *testing.T) {
 // own loopback device, as the tool is used: -v output on both sides, -V
 // validation, the disconnect lines, exit 0.
 func TestRpingProcesses(t *testing.T) {
-	srv, cli := freeLoopback(t), freeLoopback(t)
-	s := start(t, "rping", srv.String(), "-s", "-v", "-C", "5", "-S", "1000")
-	waitDevice(t, s, srv)
-	code, out, errOut := run(t, "rping", cli.String(), "-c", "-a", srv.String(), "-v", "-V", "-C", "5", "-S", "1000")
+	s, srv := startServer(t, "rping", "-s", "-v", "-C", "5", "-S", "1000")
+	code, out, errOut := run(t, "rping", true, "-c", "-a", srv.String(), "-v", "-V", "-C", "5", "-S", "1000")
 	if code != 0 {
 		t.Fatalf("client exit %d\n%s%s", code, out, errOut)
 	}
@@ -69,7 +67,7 @@ func TestRping(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, cli := openDevice(t), openDevice(t)
-			port := fmt.Sprint(7200 + devSeq.Load())
+			port := fmt.Sprint(7200 + portSeq.Add(1))
 			sargs := []string{"-s", "-a", srv.String(), "-p", port, "-v", "-S", fmt.Sprint(c.size)}
 			cargs := []string{"-c", "-I", cli.String(), "-a", srv.String(), "-p", port, "-v", "-V",
 				"-S", fmt.Sprint(c.size), "-C", fmt.Sprint(c.cnt)}
@@ -210,7 +208,7 @@ func TestNoDevice(t *testing.T) {
 		{"rdma_server", nil, 255, []string{"rdma_server: start", "rdma_getaddrinfo: Bad value for ai_flags", "rdma_server: end -1"}, nil},
 		{"rdma_client", nil, 255, []string{"rdma_client: start", "rdma_getaddrinfo: Bad value for ai_flags", "rdma_client: end -1"}, nil},
 	} {
-		code, out, errOut := run(t, c.tool, "off", c.args...)
+		code, out, errOut := run(t, c.tool, false, c.args...)
 		if code != c.code {
 			t.Errorf("%s %v: exit %d, want %d", c.tool, c.args, code, c.code)
 		}
