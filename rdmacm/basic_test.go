@@ -4,35 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/rdmacm"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
-var devSeq atomic.Int32
-
-// newDevice registers a loopback soft device, opens it (so it takes an
-// address), and returns its address; the device stays open until the test
-// ends.
+// newDevice opens a soft device on a loopback address that no other test
+// process uses (see internal/testdev) and returns its address; the device
+// stays open until the test ends.
 func newDevice(t testing.TB) netip.Addr {
 	t.Helper()
-	d, err := verbs.AddLoopbackDevice(fmt.Sprintf("cm%d", devSeq.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.Addr()
+	return testdev.Device(t, "cm").Addr()
 }
 
 func tctx(t testing.TB) context.Context {

@@ -195,16 +195,17 @@ func TestClientVanishesMidHandshake(t *testing.T) {
 }
 
 // machineDies stops the device on addr and keeps its RoCE port bound by a
-// socket that never answers: a dead machine. Without it, a device of
-// another test process (go test runs packages in parallel) may take the
-// freed loopback address at once and answer for the dead one — a stateless
-// DREP, a REJ — which is right for it, and not what these tests are about.
+// socket that never answers: a dead machine, whose address no device takes
+// and answers for — a stateless DREP, a REJ — which is right for such a
+// device, and not what these tests are about. (Test devices live outside
+// 127.0.0.0/24, where other processes' devices pick their addresses, so
+// nobody takes it in between either.)
 func machineDies(t *testing.T, addr netip.Addr) {
 	t.Helper()
 	softdev.Lookup(addr).Close()
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, link.RoCEPort)))
 	if err != nil {
-		t.Skipf("%s was taken by another process as soon as its device closed: %v", addr, err)
+		t.Fatalf("binding the dead machine's address %s: %v", addr, err)
 	}
 	t.Cleanup(func() { c.Close() })
 }
