@@ -4,33 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rdma-go/rdma-go/internal/version"
-	"github.com/rdma-go/rdma-go/verbs"
+	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
-var devSeq atomic.Uint32
-
-// twoDevices registers two loopback soft devices (each binds a free
-// 127.0.0.x when opened) and returns their names.
+// twoDevices opens two soft devices on loopback addresses that no other
+// test process uses (testdev), kept open until the test ends, and returns
+// their names.
 func twoDevices(t *testing.T) (string, string) {
 	t.Helper()
-	var names [2]string
-	for i := range names {
-		names[i] = fmt.Sprintf("pt%d", devSeq.Add(1))
-		if _, err := verbs.AddLoopbackDevice(names[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return names[0], names[1]
+	return testdev.Device(t, "pt").Device().Name(), testdev.Device(t, "pt").Device().Name()
 }
 
 type pairResult struct {
