@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -30,13 +31,12 @@ func TestMain(m *testing.M) {
 	}
 	var ctxs []*verbs.Context
 	for i := range devAddrs {
-		d, err := verbs.AddLoopbackDevice(fmt.Sprintf("rdmanet%d", i))
+		// Not a shared 127.0.0.x: TestPeerKilled's keepalives must not
+		// reach another test process's device.
+		c, err := testdev.Open("rdmanet")
 		if err == nil {
-			var c *verbs.Context
-			if c, err = d.Open(); err == nil {
-				ctxs = append(ctxs, c)
-				devAddrs[i] = c.Addr()
-			}
+			ctxs = append(ctxs, c)
+			devAddrs[i] = c.Addr()
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "rdmanet test: loopback device:", err)
@@ -59,12 +59,9 @@ func TestMain(m *testing.M) {
 // runChild dials addr from a device of its own, writes "hello", and waits
 // to be killed (at most a minute).
 func runChild(addr string) int {
-	d, err := verbs.AddLoopbackDevice("rdmanet-child")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 1
-	}
-	vc, err := d.Open()
+	// An address no other process's device takes once this one is
+	// killed: the parent's keepalives must find nobody there.
+	vc, err := testdev.Open("rdmanet-child")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
