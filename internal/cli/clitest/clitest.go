@@ -4,12 +4,14 @@ package clitest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Build builds the package in the current directory (the test's) into a
@@ -22,12 +24,24 @@ func Build(t *testing.T, name string) string {
 		t.Skip("no go command:", err)
 	}
 	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(gobin, "build", "-o", bin, ".")
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("go build of %s did not end in %v", name, buildTimeout)
+		}
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
+
+// Bounds on the processes the tests run: generous for a busy machine,
+// yet a hung command fails its test instead of the whole run.
+const (
+	buildTimeout = 5 * time.Minute
+	runTimeout   = 2 * time.Minute
+)
 
 // Env is the test's environment without rdma-go settings, with an
 // empty device config file, plus extra.
@@ -52,12 +66,16 @@ func Env(t *testing.T, extra ...string) []string {
 func Run(t *testing.T, bin string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s %q did not end in %v\nstdout:\n%s\nstderr:\n%s", bin, args, runTimeout, out.String(), errb.String())
 	case err == nil:
 		return out.String(), errb.String(), 0
 	case errors.As(err, &ee):
