@@ -16,8 +16,11 @@ const maxUnackedPSNs = 128
 // packets without one (rxe: "counter++ > 64").
 const maxPktsPerAck = 64
 
-// infiniteRetry is the retry_cnt / rnr_retry value that never runs out.
-const infiniteRetry = 7
+// infiniteRNRRetry is the rnr_retry value that never runs out. retry_cnt
+// has no such value: 7 is seven retries, as IBTA and hardware have it
+// (rxe never uses up a retry_cnt of 7, so a QP whose peer died retries
+// for ever and its application hangs; docs/spec/roce-wire.md §10).
+const infiniteRNRRetry = 7
 
 // Errors returned by PostSend and PostRecv.
 var (
@@ -517,7 +520,7 @@ func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8
 		qp.fatal(now, tx)
 		return false
 	}
-	if *left != infiniteRetry {
+	if *left != infiniteRNRRetry || status == StatusRetryExcErr {
 		*left--
 	}
 	return true

@@ -21,12 +21,14 @@ import (
 
 const deathEnv = "RDMA_GO_VERBS_TEST_DEATH"
 
-// deathConfig: 64 KiB chunks with many outstanding WRITEs; timeout 10
-// (4.096 µs × 2^10 ≈ 4.2 ms) and retry_cnt 3.
+// deathConfig: 64 KiB chunks with many outstanding WRITEs, and perftest's
+// transport timers: timeout 14 (4.096 µs × 2^14 ≈ 67 ms) and retry_cnt 7.
+// Shorter timers fail a live peer that a loaded machine leaves unscheduled
+// for a few tens of milliseconds.
 func deathConfig() pairConfig {
 	cfg := defaultPairConfig()
 	cfg.BufSize = 1 << 20
-	cfg.Timeout, cfg.RetryCnt = 10, 3
+	cfg.Timeout, cfg.RetryCnt = 14, 7
 	return cfg
 }
 
