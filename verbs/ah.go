@@ -33,6 +33,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := pd.use(1, 0); err != nil { // the PD stays until the AH goes
+		return nil, err
+	}
 	return &AH{pd: pd, attr: attr, av: av}, nil
 }
 
@@ -66,6 +69,7 @@ func (ah *AH) Destroy() error {
 	if ah.dead.Swap(true) {
 		return verrorf(ErrClosed, "AH already destroyed")
 	}
+	ah.pd.use(-1, 0)
 	return nil
 }
 

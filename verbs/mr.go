@@ -15,7 +15,7 @@ type PD struct {
 	handle uint32
 
 	mu        sync.Mutex
-	mrs, qps  int
+	mrs, qps  int // MRs, MWs and AHs; QPs and SRQs
 	destroyed bool
 }
 
@@ -30,8 +30,8 @@ func (c *Context) AllocPD() (*PD, error) {
 // Context returns the PD's device context.
 func (pd *PD) Context() *Context { return pd.ctx }
 
-// Dealloc frees the PD (ibv_dealloc_pd). It fails with ErrBusy while MRs or
-// QPs still use it.
+// Dealloc frees the PD (ibv_dealloc_pd). It fails with ErrBusy while MRs,
+// MWs, AHs, QPs or SRQs still use it.
 func (pd *PD) Dealloc() error {
 	pd.mu.Lock()
 	defer pd.mu.Unlock()
@@ -39,7 +39,7 @@ func (pd *PD) Dealloc() error {
 		return verrorf(ErrClosed, "PD already deallocated")
 	}
 	if pd.mrs > 0 || pd.qps > 0 {
-		return verrorf(ErrBusy, "PD still has %d MR(s) and %d QP(s)", pd.mrs, pd.qps)
+		return verrorf(ErrBusy, "PD still has %d MR(s), MW(s) or AH(s) and %d QP(s) or SRQ(s)", pd.mrs, pd.qps)
 	}
 	pd.destroyed = true
 	return nil

@@ -54,12 +54,13 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 		return nil, verrorf(ErrInvalidArgument, "SRQ limit %d above max_wr %d", attr.SRQLimit, attr.MaxWR)
 	}
 	sge := max(attr.MaxSGE, 1)
-	e, err := pd.ctx.host().CreateSRQ(pd.handle, int(attr.MaxWR), int(sge))
-	if err != nil {
-		return nil, verrorf(ErrNoMemory, "create SRQ: %v", err)
-	}
 	if err := pd.use(0, 1); err != nil {
 		return nil, err
+	}
+	e, err := pd.ctx.host().CreateSRQ(pd.handle, int(attr.MaxWR), int(sge))
+	if err != nil {
+		pd.use(0, -1)
+		return nil, verrorf(ErrNoMemory, "create SRQ: %v", err)
 	}
 	s := &SRQ{pd: pd, e: e, sge: sge}
 	e.Owner = s
