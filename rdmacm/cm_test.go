@@ -203,11 +203,20 @@ func TestClientVanishesMidHandshake(t *testing.T) {
 func machineDies(t *testing.T, addr netip.Addr) {
 	t.Helper()
 	softdev.Lookup(addr).Close()
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, link.RoCEPort)))
-	if err != nil {
-		t.Fatalf("binding the dead machine's address %s: %v", addr, err)
+	// The closed device's socket is gone when Close returns; should the
+	// kernel still hold the port for a moment, try again, for 2 s at most.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, link.RoCEPort)))
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+			return
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			t.Fatalf("binding the dead machine's address %s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Cleanup(func() { c.Close() })
 }
 
 func cmaHeader(src netip.Addr, port uint16, dst netip.Addr) []byte {
