@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -40,6 +42,70 @@ func TestDestroySendsDeferredAck(t *testing.T) {
 	if len(p.lb.q) != 1 {
 		t.Fatalf("B sent %d datagrams on destroy, want the owed ACK", len(p.lb.q))
 	}
+	p.run(time.Second)
+	if c := p.acq.take(); len(c) != 1 || c[0].Status != StatusSuccess {
+		t.Fatalf("A's send completion: %+v", c)
+	}
+}
+
+// gateLink is a queueLink whose first Send waits until the test opens the
+// gate: a receive path preempted, or slow, while it sends a batch's answers.
+type gateLink struct {
+	queueLink
+	once    sync.Once
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (l *gateLink) Send(b []link.Datagram) error {
+	l.once.Do(func() {
+		close(l.entered)
+		<-l.gate
+	})
+	return l.queueLink.Send(b)
+}
+
+// A QP destroyed while the batch that completed its last receive is still
+// sending that receive's ACK returns only once the ACK is sent. An
+// application polls the completion as soon as it is pushed, destroys its
+// QPs and closes the device; if DestroyQP did not wait, the ACK left in the
+// batch's answers went nowhere (the socket closed, the process exited) and
+// the peer retransmitted its last send forever: ibv_srq_pingpong's rxe
+// server then never counted its last send (interop srq-s1-rxeserver).
+func TestDestroyWaitsForAckBeingSent(t *testing.T) {
+	p := newPair(t, 0)
+	g := &gateLink{entered: make(chan struct{}), gate: make(chan struct{})}
+	p.hb.cfg.Link = g
+	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
+	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
+	reqs := p.la.q
+	p.la.q = nil
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		p.hb.Receive(p.now, reqs)
+	}()
+	<-g.entered // the ACK is taken from the QP and on its way out
+	if c := p.brq.take(); len(c) != 1 || c[0].Status != StatusSuccess {
+		t.Fatalf("B's receive completions: %+v", c)
+	}
+	destroyed := make(chan struct{})
+	go func() {
+		defer close(destroyed)
+		p.hb.DestroyQP(p.b)
+	}()
+	select {
+	case <-destroyed:
+		t.Fatal("DestroyQP returned while the ACK of the QP's last receive was still being sent")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(g.gate)
+	<-received
+	<-destroyed
+	if len(g.q) != 1 {
+		t.Fatalf("B sent %d datagrams, want the ACK", len(g.q))
+	}
+	p.lb.q = g.q
 	p.run(time.Second)
 	if c := p.acq.take(); len(c) != 1 || c[0].Status != StatusSuccess {
 		t.Fatalf("A's send completion: %+v", c)

@@ -68,6 +68,13 @@ type Host struct {
 
 	txPool sync.Pool
 
+	// rxBusy is held while a received batch is processed and its answers
+	// are sent (Receive, ReceivePolled, FlushAcks). The application may
+	// poll a receive completion of the batch before its ACK is on the
+	// wire — the ACK is still owed, or already taken into the batch's
+	// answers (so is a later response that implies it) — and DestroyQP
+	// waits for it to go out.
+	rxBusy sync.Mutex
 	// pending lists QPs owing a coalesced ACK; used only by the goroutine
 	// running Receive (and by the QP methods it calls).
 	pending []*QP
@@ -166,6 +173,14 @@ func (h *Host) DestroyQP(qp *QP) {
 	qp.st = StateErr
 	qp.req.stopTimers()
 	qp.mu.Unlock()
+	// A batch being received may have completed the QP's last receive and
+	// taken its ACK into its answers, not yet sent: if the application
+	// went on to close the device (or exit), the ACK would never leave,
+	// and the peer would retransmit its last send forever. Wait for the
+	// batch's answers to be sent.
+	h.rxBusy.Lock()
+	//lint:ignore SA2001 waiting for the holder is the point
+	h.rxBusy.Unlock()
 }
 
 func (h *Host) qp(qpn uint32) *QP {
@@ -207,6 +222,8 @@ func (h *Host) FlushAcks() {
 	if len(h.pending) == 0 {
 		return
 	}
+	h.rxBusy.Lock()
+	defer h.rxBusy.Unlock()
 	if h.rxTx == nil {
 		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
 	}
@@ -225,6 +242,8 @@ func (h *Host) flushAcks(tx *txBatch) {
 }
 
 func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
+	h.rxBusy.Lock()
+	defer h.rxBusy.Unlock()
 	if h.rxTx == nil {
 		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
 	}
