@@ -182,6 +182,16 @@ func (s *session) explain(st verbs.WCStatus) string {
 	case verbs.WCRemAccessErr, verbs.WCRemInvReqErr, verbs.WCRemOpErr:
 		return fmt.Sprintf("\n The %s refused the request (%s)", peer, st)
 	case verbs.WCWRFlushErr:
+		// Flushed because the QP failed: the QP's counters say why.
+		for _, qp := range s.qps {
+			c := qp.Counters()
+			switch {
+			case c.RetryExceeded > 0:
+				return s.explain(verbs.WCRetryExcErr)
+			case c.RNRRetryExceeded > 0:
+				return s.explain(verbs.WCRNRRetryExcErr)
+			}
+		}
 		return fmt.Sprintf("\n The QP went to the error state after an earlier error (%s)", st)
 	}
 	return fmt.Sprintf("\n (%s)", st)
