@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdma-go/rdma-go/internal/version"
 	"github.com/rdma-go/rdma-go/internal/testdev"
+	"github.com/rdma-go/rdma-go/internal/version"
 )
 
 // twoDevices opens two soft devices on loopback addresses that no other
