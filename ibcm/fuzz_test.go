@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/ibcm"
-	"github.com/rdma-go/rdma-go/internal/clock"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/clock"
 )
 
 type nullTransport struct{ n int }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/ibcm"
-	"github.com/rdma-go/rdma-go/internal/gsi/gsisim"
 	"github.com/rdma-go/rdma-go/link/memlink"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi/gsisim"
 )
 
 var (

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/ibcm"
-	"github.com/rdma-go/rdma-go/internal/gsi/gsisim"
 	"github.com/rdma-go/rdma-go/link/memlink"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi/gsisim"
 )
 
 // Deterministic simulation: clients on two nodes open many connections to

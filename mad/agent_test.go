@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdma-go/rdma-go/internal/clock"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/clock"
 )
 
 // sent is a MAD a fakeTransport was asked to send.

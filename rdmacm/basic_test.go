@@ -20,7 +20,7 @@ import (
 // stays open until the test ends.
 func newDevice(t testing.TB) netip.Addr {
 	t.Helper()
-	return testdev.Device(t, "cm").Addr()
+	return testdev.Device(t, "cm").Device().Addr()
 }
 
 func tctx(t testing.TB) context.Context {

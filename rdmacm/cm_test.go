@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/ibcm"
-	"github.com/rdma-go/rdma-go/internal/softdev"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/rdmacm"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -123,13 +123,13 @@ func TestPrivateDataLimits(t *testing.T) {
 func TestBacklogFull(t *testing.T) {
 	p := newPair(t, 1)
 	p.dial([]byte("first"), true)
-	srvDev := softdev.Lookup(p.srv)
-	waitFor(t, "first REQ", func() bool { return srvDev.GSI().CM().Conns() == 1 })
+	srvDev := soft.Lookup(p.srv)
+	waitFor(t, "first REQ", func() bool { return srvDev.CM().Conns() == 1 })
 	p.dial([]byte("second"), true)
 	// Its REQ and first retransmission are dropped: no REJ, no new
 	// connection at the server.
 	time.Sleep(200 * time.Millisecond)
-	if n := srvDev.GSI().CM().Conns(); n != 1 {
+	if n := srvDev.CM().Conns(); n != 1 {
 		t.Fatalf("server tracks %d connections with a full backlog", n)
 	}
 	if _, ok, _ := p.cch.TryGetCMEvent(); ok {
@@ -173,7 +173,7 @@ func TestServerVanishes(t *testing.T) {
 func TestClientVanishesMidHandshake(t *testing.T) {
 	p := newPair(t, 0)
 	// A raw IB CM client that never answers the REP.
-	cm := softdev.Lookup(p.cli).GSI().CM()
+	cm := soft.Lookup(p.cli).CM()
 	c, err := cm.Connect(&ibcm.ConnectParams{
 		Path:      ibcm.Path{Local: p.cli, Remote: p.srv, HopLimit: 64, MTU: 3, PacketLifeTime: 11},
 		ServiceID: rdmacm.PSTCP.ServiceID(p.port), QPN: 0x99, RemoteCMResponseTimeout: 14, LocalCMResponseTimeout: 14,
@@ -202,7 +202,7 @@ func TestClientVanishesMidHandshake(t *testing.T) {
 // nobody takes it in between either.)
 func machineDies(t *testing.T, addr netip.Addr) {
 	t.Helper()
-	softdev.Lookup(addr).Close()
+	soft.Lookup(addr).Close()
 	// The closed device's socket is gone when Close returns; should the
 	// kernel still hold the port for a moment, try again, for 2 s at most.
 	deadline := time.Now().Add(2 * time.Second)
@@ -562,7 +562,7 @@ func TestThousandConnections(t *testing.T) {
 	srcPorts := func() int {
 		n := 0
 		for _, a := range []netip.Addr{srv, cli} {
-			if u, ok := softdev.Lookup(a).Link().(*link.UDP); ok {
+			if u, ok := soft.Lookup(a).Link().(*link.UDP); ok {
 				n += u.Stats().SourcePorts
 			}
 		}
@@ -575,7 +575,7 @@ func TestThousandConnections(t *testing.T) {
 	must(t, l.Close())
 	// Timers of the connections' TimeWait (512 ms) finish.
 	waitFor(t, "TimeWait to end", func() bool {
-		return softdev.Lookup(srv).GSI().CM().Conns() == 0 && softdev.Lookup(cli).GSI().CM().Conns() == 0
+		return soft.Lookup(srv).CM().Conns() == 0 && soft.Lookup(cli).CM().Conns() == 0
 	})
 	if n, extra := countFDs(t), srcPorts()-sp; n > fds+extra {
 		t.Fatalf("file descriptors: %d before, %d after (%d source-port sockets opened)", fds, n, extra)

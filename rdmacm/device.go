@@ -7,9 +7,46 @@ import (
 	"sync"
 
 	"github.com/rdma-go/rdma-go/ibcm"
-	"github.com/rdma-go/rdma-go/internal/softdev"
 	"github.com/rdma-go/rdma-go/verbs"
 )
+
+// The connection manager's seam. rdmacm runs a device's connections
+// through one of two backends, chosen by what the device's provider
+// offers:
+//
+//   - in-band: the device has its own IB CM on QP1 (the provider's context
+//     implements inBandCM, as the soft provider's does); rdmacm drives it
+//     directly, speaking the IB CM protocol on the wire, as the kernel's
+//     rdma_cm does for its devices.
+//   - the kernel's rdma_cm, through librdmacm, for kernel devices, whose
+//     CM runs in the kernel (the kernel provider; not yet written).
+//
+// Devices are reached only through verbs: the device list, Device.Open and
+// Context.Provider.
+
+// inBandCM is the capability of a provider context that has an in-band
+// connection manager on its QP1.
+type inBandCM interface {
+	CM() *ibcm.Manager
+}
+
+// cmBackend is what rdmacm needs of a device's connection manager: the
+// calls it makes on the in-band IB CM. *ibcm.Manager implements it.
+type cmBackend interface {
+	Connect(p *ibcm.ConnectParams, h ibcm.Handler) (*ibcm.Conn, error)
+	SIDRRequest(p *ibcm.SIDRParams, h ibcm.Handler) (*ibcm.Conn, error)
+	Listen(serviceID uint64, h ibcm.Handler) (*ibcm.Listener, error)
+}
+
+// cmOf returns the connection manager backend of an open context, or nil.
+func cmOf(ctx *verbs.Context) cmBackend {
+	if p, ok := ctx.Provider().(inBandCM); ok {
+		if m := p.CM(); m != nil {
+			return m
+		}
+	}
+	return nil
+}
 
 // device is an RDMA device as the connection manager uses it: an open
 // verbs context shared by every id on the device, the device's CM, and the
@@ -17,7 +54,7 @@ import (
 type device struct {
 	vdev *verbs.Device
 	ctx  *verbs.Context
-	cm   *ibcm.Manager
+	cm   cmBackend
 	addr netip.Addr
 	mtu  verbs.MTU
 	refs int
@@ -69,8 +106,8 @@ func acquire(vd *verbs.Device) (*device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}
-	sd := softdev.Lookup(ctx.Addr())
-	if sd == nil || sd.GSI() == nil || sd.GSI().CM() == nil {
+	cm := cmOf(ctx)
+	if cm == nil {
 		ctx.Close()
 		return nil, fmt.Errorf("rdmacm: device %s has no connection manager: %w", vd.Name(), ErrNoDevice)
 	}
@@ -79,7 +116,7 @@ func acquire(vd *verbs.Device) (*device, error) {
 		ctx.Close()
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}
-	d := &device{vdev: vd, ctx: ctx, cm: sd.GSI().CM(), addr: ctx.Addr().Unmap(), mtu: pa.ActiveMTU, refs: 1,
+	d := &device{vdev: vd, ctx: ctx, cm: cm, addr: vd.Addr().Unmap(), mtu: pa.ActiveMTU, refs: 1,
 		services: make(map[uint64]*service)}
 	devices.m[vd] = d
 	return d, nil

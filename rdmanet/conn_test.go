@@ -514,7 +514,9 @@ func TestPeerKilled(t *testing.T) {
 // credits keep a receive posted for every message, so there are none once
 // connections are set up.
 func rnrNAKs(c, s *Conn) uint64 {
-	return c.rc.Context().Stats().RNRNAKsSent.Load() + s.rc.Context().Stats().RNRNAKsSent.Load()
+	cc, _ := c.rc.Context().QueryPortCounters(1)
+	sc, _ := s.rc.Context().QueryPortCounters(1)
+	return cc.RNRNAKsSent + sc.RNRNAKsSent
 }
 
 // TestSmallWritesBothWays: both ends write 10,000 small pieces at once

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		c, err := testdev.Open("rdmanet")
 		if err == nil {
 			ctxs = append(ctxs, c)
-			devAddrs[i] = c.Addr()
+			devAddrs[i] = c.Device().Addr()
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "rdmanet test: loopback device:", err)
@@ -69,7 +69,7 @@ func runChild(addr string) int {
 	defer vc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, "rdma", addr, WithSource(vc.Addr()))
+	c, err := Dial(ctx, "rdma", addr, WithSource(vc.Device().Addr()))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1

@@ -5,19 +5,19 @@ import (
 	"net/netip"
 	"sync/atomic"
 
-	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // GRHLen is the size of the area at the start of every UD receive buffer
 // that receives the network header (the GRH): the IPv6 header, or for IPv4
 // 20 zero bytes and the IPv4 header. The message follows it.
-const GRHLen = engine.GRHLen
+const GRHLen = provider.GRHLen
 
 // AH is an address handle (ibv_ah): where a UD work request goes.
 type AH struct {
 	pd   *PD
 	attr AHAttr
-	av   engine.AV
+	p    provider.AH
 	dead atomic.Bool
 }
 
@@ -29,37 +29,20 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	av, err := c.addressVector(&attr)
-	if err != nil {
-		return nil, err
-	}
 	if err := pd.use(1, 0); err != nil { // the PD stays until the AH goes
 		return nil, err
 	}
-	return &AH{pd: pd, attr: attr, av: av}, nil
+	p, err := pd.p.CreateAH(&attr)
+	if err != nil {
+		pd.use(-1, 0)
+		return nil, err
+	}
+	return &AH{pd: pd, attr: attr, p: p}, nil
 }
 
-// addressVector checks an AV for this device and turns it into the engine's.
-func (c *Context) addressVector(a *AHAttr) (engine.AV, error) {
-	if !a.IsGlobal {
-		return engine.AV{}, verrorf(ErrInvalidArgument, "address vector without GRH: RoCE needs is_global and a destination GID")
-	}
-	if a.PortNum > 1 {
-		return engine.AV{}, verrorf(ErrInvalidArgument, "address vector port %d does not exist", a.PortNum)
-	}
-	if a.GRH.DGID.IsZero() {
-		return engine.AV{}, verrorf(ErrInvalidArgument, "address vector with a zero destination GID")
-	}
-	src, why := c.sourceGIDAddr(a.GRH.SGIDIndex)
-	if why != "" {
-		return engine.AV{}, verrorf(ErrInvalidArgument, "%s", why)
-	}
-	dst := a.GRH.DGID.IP()
-	if dst.Is4() != src.Is4() {
-		return engine.AV{}, verrorf(ErrInvalidArgument, "destination GID %s and source %s are of different IP families", a.GRH.DGID, GIDFromIP(src))
-	}
-	return engine.AV{Remote: dst, FlowLabel: a.GRH.FlowLabel, HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass}, nil
-}
+// ProviderAH returns the provider's address handle (provider.AHHandle):
+// how a UD work request that names this AH reaches the device.
+func (ah *AH) ProviderAH() provider.AH { return ah.p }
 
 // Attr returns the address vector the AH was created with.
 func (ah *AH) Attr() AHAttr { return ah.attr }
@@ -69,6 +52,7 @@ func (ah *AH) Destroy() error {
 	if ah.dead.Swap(true) {
 		return verrorf(ErrClosed, "AH already destroyed")
 	}
+	ah.p.Destroy()
 	ah.pd.use(-1, 0)
 	return nil
 }
@@ -100,11 +84,22 @@ func (c *Context) InitAHFromWC(port uint8, wc *WC, grh []byte) (AHAttr, error) {
 		dst = netip.AddrFrom4([4]byte(ip[16:20]))
 		tclass = ip[1]
 	}
-	if dst.Unmap() != c.Addr() {
-		return AHAttr{}, verrorf(ErrInvalidArgument, "GRH destination %s is not this device's address %s", dst, c.Addr())
+	// The source GID of the reply is the GID the request was sent to.
+	sgid := -1
+	pa, err := c.QueryPort(max(port, 1))
+	if err != nil {
+		return AHAttr{}, err
+	}
+	for i := 0; i < pa.GIDTblLen && sgid < 0; i++ {
+		if g, err := c.QueryGID(max(port, 1), i); err == nil && !g.IsZero() && g.IP() == dst.Unmap() {
+			sgid = i
+		}
+	}
+	if sgid < 0 {
+		return AHAttr{}, verrorf(ErrInvalidArgument, "GRH destination %s is not this device's address %s", dst, c.dev.Addr())
 	}
 	return AHAttr{IsGlobal: true, PortNum: port, SL: wc.SL, GRH: GlobalRoute{
-		DGID: GIDFromIP(src), SGIDIndex: 1, HopLimit: 0xFF, TrafficClass: tclass, FlowLabel: flow}}, nil
+		DGID: GIDFromIP(src), SGIDIndex: uint8(sgid), HopLimit: 0xFF, TrafficClass: tclass, FlowLabel: flow}}, nil
 }
 
 // CreateAHFromWC is InitAHFromWC followed by CreateAH (ibv_create_ah_from_wc).

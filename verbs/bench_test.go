@@ -196,7 +196,7 @@ func (e *benchEnd) poll(b *testing.B) []verbs.WC {
 // linkCounters returns the packets sent and retransmissions of both ends.
 func benchCounters(x, y *benchEnd) (sent, retrans uint64) {
 	for _, e := range [2]*benchEnd{x, y} {
-		st := e.ctx.Stats()
+		st := stats(e.ctx)
 		sent += st.Sent.Load()
 		retrans += st.Retransmits.Load()
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // CQ is a completion queue (ibv_cq): a ring that Poll drains without
@@ -13,21 +13,11 @@ import (
 type CQ struct {
 	ctx *Context
 	ch  *CompChannel
+	p   provider.CQ
 
 	mu        sync.Mutex
-	ring      []engine.Completion
-	head, n   int
-	armed     bool
-	solOnly   bool
-	overflow  bool
-	events    uint32 // events delivered
-	acked     uint32
 	destroyed bool
 	users     int // QPs using this CQ
-	// nonEmpty has a token when a completion arrived since the last Wait.
-	nonEmpty chan struct{}
-	// dead is closed by Destroy, waking every Wait.
-	dead chan struct{}
 }
 
 // CreateCQ creates a completion queue with room for at least cqe
@@ -36,100 +26,39 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if cqe < 1 || cqe > maxCQE {
-		return nil, verrorf(ErrInvalidArgument, "CQ size %d out of range 1..%d", cqe, maxCQE)
+	if cqe < 1 || cqe > c.attr.MaxCQE {
+		return nil, verrorf(ErrInvalidArgument, "CQ size %d out of range 1..%d", cqe, c.attr.MaxCQE)
 	}
-	if ch != nil && ch.ctx != c {
-		return nil, verrorf(ErrInvalidArgument, "completion channel belongs to another context")
+	var pch provider.CompChannel
+	if ch != nil {
+		if ch.ctx != c {
+			return nil, verrorf(ErrInvalidArgument, "completion channel belongs to another context")
+		}
+		pch = ch.p
 	}
-	return &CQ{ctx: c, ch: ch, ring: make([]engine.Completion, cqe),
-		nonEmpty: make(chan struct{}, 1), dead: make(chan struct{})}, nil
+	cq := &CQ{ctx: c, ch: ch}
+	p, err := c.p.CreateCQ(cqe, pch, cq)
+	if err != nil {
+		return nil, err
+	}
+	cq.p = p
+	return cq, nil
 }
 
 // Cap returns the number of completions the CQ holds.
-func (cq *CQ) Cap() int {
-	cq.mu.Lock() // Resize replaces the ring
-	defer cq.mu.Unlock()
-	return len(cq.ring)
-}
-
-// Push implements engine.CompletionQueue. It reports false when the CQ is
-// full; the completion is then lost and the CQ marked overflowed.
-func (cq *CQ) Push(c *engine.Completion) bool {
-	cq.mu.Lock()
-	if cq.n == len(cq.ring) || cq.destroyed {
-		cq.overflow = true
-		cq.mu.Unlock()
-		return false
-	}
-	cq.ring[(cq.head+cq.n)%len(cq.ring)] = *c
-	cq.n++
-	if cq.n == 1 {
-		select {
-		case cq.nonEmpty <- struct{}{}:
-		default:
-		}
-	}
-	notify := cq.armed && (!cq.solOnly || c.Solicited || c.Status != engine.StatusSuccess)
-	if notify {
-		cq.armed = false
-		cq.events++
-	}
-	cq.mu.Unlock()
-	if notify && cq.ch != nil {
-		cq.ch.post(cq)
-	}
-	return true
-}
+func (cq *CQ) Cap() int { return cq.p.Cap() }
 
 // Poll moves up to len(wc) completions into wc and returns how many
 // (ibv_poll_cq). It never blocks and does not allocate. When the CQ is
-// empty it first lets the device receive and process what its socket holds,
-// on the calling goroutine, as a NIC driver's poll routine would: a busy
-// poller then sees a completion without waiting for the device's receive
-// goroutine to be woken.
-func (cq *CQ) Poll(wc []WC) (int, error) {
-	n, err := cq.poll(wc)
-	if n == 0 && err == nil && len(wc) > 0 && cq.ctx.run.Poll() {
-		n, err = cq.poll(wc)
-	}
-	return n, err
-}
-
-func (cq *CQ) poll(wc []WC) (int, error) {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.destroyed {
-		return 0, verrorf(ErrClosed, "CQ destroyed")
-	}
-	k := 0
-	for k < len(wc) && cq.n > 0 {
-		fromCompletion(&wc[k], &cq.ring[cq.head])
-		cq.head = (cq.head + 1) % len(cq.ring)
-		cq.n--
-		k++
-	}
-	return k, nil
-}
+// empty the soft device first lets the device receive and process what its
+// socket holds, on the calling goroutine, as a NIC driver's poll routine
+// would: a busy poller then sees a completion without waiting for the
+// device's receive goroutine to be woken.
+func (cq *CQ) Poll(wc []WC) (int, error) { return cq.p.Poll(wc) }
 
 // Resize changes the CQ's capacity to at least cqe (ibv_resize_cq),
 // keeping the completions queued; it fails if they would not fit.
-func (cq *CQ) Resize(cqe int) error {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.destroyed {
-		return verrorf(ErrClosed, "CQ destroyed")
-	}
-	if cqe < 1 || cqe > maxCQE || cqe < cq.n {
-		return verrorf(ErrInvalidArgument, "CQ size %d: must be %d..%d (completions queued: %d)", cqe, max(cq.n, 1), maxCQE, cq.n)
-	}
-	ring := make([]engine.Completion, cqe)
-	for i := 0; i < cq.n; i++ {
-		ring[i] = cq.ring[(cq.head+i)%len(cq.ring)]
-	}
-	cq.ring, cq.head = ring, 0
-	return nil
-}
+func (cq *CQ) Resize(cqe int) error { return cq.p.Resize(cqe) }
 
 // Wait blocks until the CQ holds a completion, ctx is done, or the CQ is
 // destroyed (then it returns an error wrapping ErrClosed). It is the
@@ -137,33 +66,10 @@ func (cq *CQ) Resize(cqe int) error {
 // events to acknowledge. A busy-polling loop should call it when Poll finds
 // nothing for a while, so that its goroutine yields the processor to the
 // device's receive path.
-func (cq *CQ) Wait(ctx context.Context) error {
-	for {
-		cq.mu.Lock()
-		n, destroyed := cq.n, cq.destroyed
-		cq.mu.Unlock()
-		if destroyed {
-			return verrorf(ErrClosed, "CQ destroyed")
-		}
-		if n > 0 {
-			return nil
-		}
-		cq.ctx.run.Blocking() // send the ACKs Poll left pending, wake the receive goroutine
-		select {
-		case <-cq.nonEmpty:
-		case <-cq.dead:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
+func (cq *CQ) Wait(ctx context.Context) error { return cq.p.Wait(ctx) }
 
 // Overflowed reports whether a completion was lost because the CQ was full.
-func (cq *CQ) Overflowed() bool {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	return cq.overflow
-}
+func (cq *CQ) Overflowed() bool { return cq.p.Overflowed() }
 
 // ReqNotify arms the CQ (ibv_req_notify_cq): the next completion (with
 // solicitedOnly, the next solicited or error completion) sends one event to
@@ -173,31 +79,12 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq.ch == nil {
 		return verrorf(ErrInvalidArgument, "CQ has no completion channel")
 	}
-	cq.mu.Lock()
-	if cq.destroyed {
-		cq.mu.Unlock()
-		return verrorf(ErrClosed, "CQ destroyed")
-	}
-	fire := cq.n > 0 && !solicitedOnly
-	if fire {
-		cq.events++
-	} else {
-		cq.armed, cq.solOnly = true, solicitedOnly
-	}
-	cq.mu.Unlock()
-	if fire {
-		cq.ch.post(cq)
-	}
-	return nil
+	return cq.p.ReqNotify(solicitedOnly)
 }
 
 // AckEvents acknowledges n events received from GetEvent for this CQ
 // (ibv_ack_cq_events).
-func (cq *CQ) AckEvents(n int) {
-	cq.mu.Lock()
-	cq.acked += uint32(n)
-	cq.mu.Unlock()
-}
+func (cq *CQ) AckEvents(n int) { cq.p.AckEvents(n) }
 
 // Destroy destroys the CQ (ibv_destroy_cq); it fails with ErrBusy while a QP
 // uses it.
@@ -210,8 +97,10 @@ func (cq *CQ) Destroy() error {
 	if cq.users > 0 {
 		return verrorf(ErrBusy, "CQ still used by %d QP(s)", cq.users)
 	}
+	if err := cq.p.Destroy(); err != nil {
+		return err
+	}
 	cq.destroyed = true
-	close(cq.dead)
 	return nil
 }
 
@@ -227,10 +116,8 @@ func (cq *CQ) use(d int) error {
 
 // CompChannel is a completion event channel (ibv_comp_channel).
 type CompChannel struct {
-	ctx    *Context
-	events chan *CQ
-	done   chan struct{}
-	once   sync.Once
+	ctx *Context
+	p   provider.CompChannel
 }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel).
@@ -238,42 +125,23 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	return &CompChannel{ctx: c, events: make(chan *CQ, 1024), done: make(chan struct{})}, nil
-}
-
-func (ch *CompChannel) post(cq *CQ) {
-	select {
-	case ch.events <- cq:
-	case <-ch.done:
-	default:
-		// The channel is full of unread events: each CQ fires at most
-		// once per ReqNotify, so this only happens with more than 1024
-		// armed CQs. The waiter will still find completions by polling.
+	p, err := c.p.CreateCompChannel()
+	if err != nil {
+		return nil, err
 	}
+	return &CompChannel{ctx: c, p: p}, nil
 }
 
 // GetEvent blocks until a CQ attached to the channel has an event, ctx is
 // done, or the channel is destroyed (then it returns an error wrapping
 // ErrClosed) (ibv_get_cq_event). Acknowledge each event with CQ.AckEvents.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
-	select {
-	case cq := <-ch.events:
-		return cq, nil
-	default:
+	owner, err := ch.p.GetEvent(ctx)
+	if err != nil {
+		return nil, err
 	}
-	ch.ctx.run.Blocking() // send the ACKs CQ.Poll left pending, wake the receive goroutine
-	select {
-	case cq := <-ch.events:
-		return cq, nil
-	case <-ch.done:
-		return nil, verrorf(ErrClosed, "completion channel destroyed")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return owner.(*CQ), nil
 }
 
 // Destroy destroys the channel (ibv_destroy_comp_channel) and wakes waiters.
-func (ch *CompChannel) Destroy() error {
-	ch.once.Do(func() { close(ch.done) })
-	return nil
-}
+func (ch *CompChannel) Destroy() error { return ch.p.Destroy() }

@@ -5,61 +5,39 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/rdma-go/rdma-go/provider"
 )
-
-// errnoError is a sentinel error that carries the errno libibverbs would
-// report for the same condition. Its message is "verbs: <strerror text>".
-type errnoError struct {
-	errno syscall.Errno
-	text  string
-}
-
-func (e *errnoError) Error() string { return "verbs: " + e.text }
-
-// Unwrap exposes the errno, so errors.Is(err, syscall.EINVAL) holds.
-func (e *errnoError) Unwrap() error { return e.errno }
 
 // Sentinel errors. Every error returned by this package wraps one of them
 // (directly or through more specific error values), and each sentinel wraps
 // the errno libibverbs returns in the same situation, so both
 // errors.Is(err, verbs.ErrInvalidArgument) and errors.Is(err, syscall.EINVAL)
-// hold for an invalid-argument failure.
+// hold for an invalid-argument failure. They are the provider package's
+// sentinels, so errors a device's provider returns match them too.
 var (
 	// ErrInvalidArgument reports a bad argument or attribute (EINVAL).
-	ErrInvalidArgument error = &errnoError{syscall.EINVAL, "invalid argument"}
+	ErrInvalidArgument = provider.ErrInvalidArgument
 	// ErrNoMemory reports an exhausted resource limit, such as posting more
 	// work requests than a queue holds (ENOMEM).
-	ErrNoMemory error = &errnoError{syscall.ENOMEM, "cannot allocate memory"}
+	ErrNoMemory = provider.ErrNoMemory
 	// ErrNotSupported reports a verb or option the device does not implement
 	// (EOPNOTSUPP). It also matches errors.ErrUnsupported.
-	ErrNotSupported error = &errnoError{syscall.EOPNOTSUPP, "operation not supported"}
+	ErrNotSupported = provider.ErrNotSupported
 	// ErrBusy reports an object still in use, such as destroying a PD that
 	// still has memory regions (EBUSY).
-	ErrBusy error = &errnoError{syscall.EBUSY, "device or resource busy"}
+	ErrBusy = provider.ErrBusy
 	// ErrNoDevice reports a missing or removed device (ENODEV).
-	ErrNoDevice error = &errnoError{syscall.ENODEV, "no such device"}
+	ErrNoDevice = provider.ErrNoDevice
 	// ErrClosed reports use of an object that was already destroyed or
 	// closed (EBADF).
-	ErrClosed error = &errnoError{syscall.EBADF, "object already closed"}
+	ErrClosed = provider.ErrClosed
 )
-
-// detailError is a sentinel error with a precise explanation in front of it:
-// "verbs: <detail>: <sentinel text>".
-type detailError struct {
-	detail string
-	base   error
-}
-
-func (e *detailError) Error() string {
-	return "verbs: " + e.detail + ": " + strings.TrimPrefix(e.base.Error(), "verbs: ")
-}
-
-func (e *detailError) Unwrap() error { return e.base }
 
 // verrorf returns an error that wraps base (one of the sentinels) and reads
 // "verbs: <formatted detail>: <base text>".
 func verrorf(base error, format string, args ...any) error {
-	return &detailError{detail: fmt.Sprintf(format, args...), base: base}
+	return provider.Errorf(base, format, args...)
 }
 
 // ErrnoOf returns the errno that libibverbs would report for err: 0 for nil,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // AsyncEvent is an asynchronous event (struct ibv_async_event): which
@@ -95,25 +95,16 @@ func (c *Context) AckAsyncEvent(AsyncEvent) {
 	c.events.mu.Unlock()
 }
 
-// routeEvent delivers an engine event to the context that owns its object.
-func routeEvent(ev engine.Event) {
-	out := AsyncEvent{Type: EventType(ev.Type), Port: 1}
-	var ctx *Context
-	switch {
-	case ev.QP != nil:
-		if qp, ok := ev.QP.Owner().(*QP); ok {
-			out.QP, ctx = qp, qp.pd.ctx
-		}
-	case ev.SRQ != nil:
-		if srq, ok := ev.SRQ.Owner.(*SRQ); ok {
-			out.SRQ, ctx = srq, srq.pd.ctx
-		}
-	case ev.CQ != nil:
-		if cq, ok := ev.CQ.(*CQ); ok {
-			out.CQ, ctx = cq, cq.ctx
-		}
+// asyncEvent queues an event the provider reports, naming verbs' object.
+func (c *Context) asyncEvent(ev provider.AsyncEvent) {
+	out := AsyncEvent{Type: ev.Type, Port: ev.Port}
+	switch o := ev.Owner.(type) {
+	case *QP:
+		out.QP = o
+	case *SRQ:
+		out.SRQ = o
+	case *CQ:
+		out.CQ = o
 	}
-	if ctx != nil {
-		ctx.events.push(out)
-	}
+	c.events.push(out)
 }

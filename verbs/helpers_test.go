@@ -225,8 +225,8 @@ func newRCPair(t testing.TB, opts ...func(*pairConfig)) (a, b *tEnd) {
 	}
 	a = newEnd(t, "a", &cfg)
 	b = newEnd(t, "b", &cfg)
-	if a.ctx.Addr() == b.ctx.Addr() {
-		t.Fatalf("both devices on %s", a.ctx.Addr())
+	if a.ctx.Device().Addr() == b.ctx.Device().Addr() {
+		t.Fatalf("both devices on %s", a.ctx.Device().Addr())
 	}
 	if err := connectQP(a.qp, a.psn, b.info(), &cfg); err != nil {
 		t.Fatalf("connect a: %v", err)

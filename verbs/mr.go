@@ -2,17 +2,14 @@ package verbs
 
 import (
 	"sync"
-	"sync/atomic"
 
-	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/provider"
 )
-
-var pdHandles atomic.Uint32
 
 // PD is a protection domain (ibv_pd).
 type PD struct {
-	ctx    *Context
-	handle uint32
+	ctx *Context
+	p   provider.PD
 
 	mu        sync.Mutex
 	mrs, qps  int // MRs, MWs and AHs; QPs and SRQs
@@ -24,7 +21,11 @@ func (c *Context) AllocPD() (*PD, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	return &PD{ctx: c, handle: pdHandles.Add(1)}, nil
+	p, err := c.p.AllocPD()
+	if err != nil {
+		return nil, err
+	}
+	return &PD{ctx: c, p: p}, nil
 }
 
 // Context returns the PD's device context.
@@ -40,6 +41,9 @@ func (pd *PD) Dealloc() error {
 	}
 	if pd.mrs > 0 || pd.qps > 0 {
 		return verrorf(ErrBusy, "PD still has %d MR(s), MW(s) or AH(s) and %d QP(s) or SRQ(s)", pd.mrs, pd.qps)
+	}
+	if err := pd.p.Dealloc(); err != nil {
+		return err
 	}
 	pd.destroyed = true
 	return nil
@@ -60,9 +64,12 @@ func (pd *PD) use(mrs, qps int) error {
 // the device reads and writes that memory directly.
 type MR struct {
 	pd   *PD
-	mr   *engine.MR
+	p    provider.MR
+	addr uint64
+	lkey uint32
 	buf  []byte
-	dead atomic.Bool
+	mu   sync.Mutex // serialises Dereg
+	dead bool
 }
 
 // RegMR registers buf with the given access flags (ibv_reg_mr). The MR's
@@ -79,48 +86,59 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if access&^known != 0 {
 		return nil, verrorf(ErrNotSupported, "access flags %s not supported", access&^known)
 	}
-	if uint64(len(buf)) > maxMsgSize*2 {
+	if uint64(len(buf)) > pd.ctx.attr.MaxMRSize {
 		return nil, verrorf(ErrInvalidArgument, "MR of %d bytes too large", len(buf))
 	}
 	if err := pd.use(1, 0); err != nil {
 		return nil, err
 	}
-	m := pd.ctx.host().Mem().Register(pd.handle, buf, uint32(access&0x1F))
-	return &MR{pd: pd, mr: m, buf: buf}, nil
+	p, err := pd.p.RegMR(buf, access)
+	if err != nil {
+		pd.use(-1, 0)
+		return nil, err
+	}
+	return &MR{pd: pd, p: p, addr: p.Addr(), lkey: p.LKey(), buf: buf}, nil
 }
 
 // Addr returns the MR's start address (ibv_mr.addr), which is also its iova.
-func (m *MR) Addr() uint64 { return m.mr.Addr }
+func (m *MR) Addr() uint64 { return m.addr }
 
 // Len returns the MR's length in bytes.
 func (m *MR) Len() int { return len(m.buf) }
 
 // LKey returns the local key.
-func (m *MR) LKey() uint32 { return m.mr.LKey }
+func (m *MR) LKey() uint32 { return m.lkey }
 
 // RKey returns the remote key (0 when the MR grants no remote access, as rxe).
-func (m *MR) RKey() uint32 { return m.mr.RKey }
+func (m *MR) RKey() uint32 { return m.p.RKey() }
 
 // Bytes returns the registered memory.
 func (m *MR) Bytes() []byte { return m.buf }
 
 // SGE returns a scatter/gather element for buf[off:off+n] of this MR.
 func (m *MR) SGE(off, n int) SGE {
-	return SGE{Addr: m.mr.Addr + uint64(off), Length: uint32(n), LKey: m.mr.LKey}
+	return SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.lkey}
 }
 
 // PD returns the MR's protection domain.
 func (m *MR) PD() *PD { return m.pd }
 
+// ProviderMR returns the provider's MR (provider.MRHandle): how a work
+// request that names this MR reaches the device.
+func (m *MR) ProviderMR() provider.MR { return m.p }
+
 // Dereg deregisters the MR (ibv_dereg_mr); its keys stop working at once.
+// It fails with ErrBusy while memory windows are bound to it.
 func (m *MR) Dereg() error {
-	if n := m.mr.Windows(); n > 0 {
-		return verrorf(ErrBusy, "MR has %d memory window(s) bound", n)
-	}
-	if m.dead.Swap(true) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dead {
 		return verrorf(ErrClosed, "MR already deregistered")
 	}
-	m.pd.ctx.host().Mem().Deregister(m.mr)
+	if err := m.p.Dereg(); err != nil {
+		return err
+	}
+	m.dead = true
 	m.pd.use(-1, 0)
 	return nil
 }

@@ -143,7 +143,7 @@ func (c *mp3Child) open() (info mp3Info, err error) {
 	if err != nil {
 		return info, err
 	}
-	info = mp3Info{ID: c.id, Addr: c.ctx.Addr().String(), GID: gid, MR: c.mr.Addr(), RKey: c.mr.RKey(), RC: map[int]mp3QP{}}
+	info = mp3Info{ID: c.id, Addr: c.ctx.Device().Addr().String(), GID: gid, MR: c.mr.Addr(), RKey: c.mr.RKey(), RC: map[int]mp3QP{}}
 	cfg := mp3Config()
 	c.rc, c.rcSCQ, c.rcRCQ, c.psn = map[int]*verbs.QP{}, map[int]*verbs.CQ{}, map[int]*verbs.CQ{}, map[int]uint32{}
 	for j := range mp3N {

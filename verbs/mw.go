@@ -4,16 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rdma-go/rdma-go/engine"
-)
-
-// MWType is a memory window type (enum ibv_mw_type).
-type MWType uint32
-
-// Memory window types.
-const (
-	MWType1 MWType = 1 // bound with QP.BindMW, invalidated by rebinding
-	MWType2 MWType = 2 // bound with a WRBindMW work request, invalidated by LOCAL_INV or SEND_WITH_INV
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // MW is a memory window (ibv_mw): a remotely accessible part of an MR with
@@ -22,7 +13,7 @@ const (
 type MW struct {
 	pd   *PD
 	typ  MWType
-	e    *engine.MR
+	p    provider.MW
 	dead atomic.Bool
 
 	// bindMu serialises BindMW; posted is the R_Key the last BindMW post
@@ -31,16 +22,6 @@ type MW struct {
 	bindMu     sync.Mutex
 	posted     uint32
 	havePosted bool
-}
-
-// MWBindInfo says what a window exposes (struct ibv_mw_bind_info): a range
-// of an MR registered with AccessMWBind, and the remote access allowed.
-// A zero Length unbinds the window.
-type MWBindInfo struct {
-	MR     *MR
-	Addr   uint64
-	Length uint64
-	Access AccessFlags
 }
 
 // MWBind is a type 1 window bind (struct ibv_mw_bind).
@@ -61,21 +42,32 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 	if err := pd.use(1, 0); err != nil {
 		return nil, err
 	}
-	return &MW{pd: pd, typ: t, e: pd.ctx.host().Mem().AllocMW(pd.handle, uint8(t))}, nil
+	p, err := pd.p.AllocMW(t)
+	if err != nil {
+		pd.use(-1, 0)
+		return nil, err
+	}
+	return &MW{pd: pd, typ: t, p: p}, nil
 }
+
+// ProviderMW returns the provider's window (provider.MWHandle): how a
+// WRBindMW work request reaches the device.
+func (mw *MW) ProviderMW() provider.MW { return mw.p }
 
 // Type returns the window type.
 func (mw *MW) Type() MWType { return mw.typ }
 
 // RKey returns the window's current R_Key (ibv_mw.rkey).
-func (mw *MW) RKey() uint32 { return mw.pd.ctx.host().Mem().CurrentRKey(mw.e) }
+func (mw *MW) RKey() uint32 { return mw.p.RKey() }
 
 // Dealloc frees the window (ibv_dealloc_mw); its R_Key stops working.
 func (mw *MW) Dealloc() error {
 	if mw.dead.Swap(true) {
 		return verrorf(ErrClosed, "MW already deallocated")
 	}
-	mw.pd.ctx.host().Mem().Deregister(mw.e)
+	if err := mw.p.Dealloc(); err != nil {
+		return err
+	}
 	mw.pd.use(-1, 0)
 	return nil
 }

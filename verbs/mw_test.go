@@ -496,7 +496,7 @@ func TestMWType1BindsQueued(t *testing.T) {
 	}
 	defer mw.Dealloc()
 	b.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{b.mr.SGE(0, 8)}})
-	waitCounter(t, "RNR NAKs", func() uint64 { return min(b.ctx.Stats().RNRNAKsReceived.Load(), 1) }, 1)
+	waitCounter(t, "RNR NAKs", func() uint64 { return min(stats(b.ctx).RNRNAKsReceived.Load(), 1) }, 1)
 	info := verbs.MWBindInfo{MR: b.mr, Addr: b.mr.Addr(), Length: 4096, Access: verbs.AccessRemoteRead}
 	k1, err := b.qp.BindMW(mw, verbs.MWBind{WRID: 2, Flags: verbs.SendSignaled, Info: info})
 	if err != nil {

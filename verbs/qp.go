@@ -1,14 +1,10 @@
 package verbs
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/rdma-go/rdma-go/engine"
-	"github.com/rdma-go/rdma-go/internal/softdev"
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // QPInitAttr describes a QP to create (struct ibv_qp_init_attr).
@@ -25,10 +21,9 @@ type QPInitAttr struct {
 
 // QP is a queue pair (ibv_qp).
 type QP struct {
-	pd    *PD
-	init  QPInitAttr
-	eqp   *engine.QP
-	timer *softdev.QPTimer
+	pd   *PD
+	init QPInitAttr
+	p    provider.QP
 
 	mu   sync.Mutex // serialises Modify, Query and Destroy
 	attr QPAttr     // last attributes set by Modify
@@ -40,8 +35,8 @@ type QP struct {
 	destroyed atomic.Bool
 }
 
-// CreateQP creates an RC or UC queue pair in RESET (ibv_create_qp). The
-// returned QP's Cap holds the sizes actually granted.
+// CreateQP creates an RC, UC or UD queue pair in RESET (ibv_create_qp).
+// The returned QP's Cap holds the sizes actually granted.
 func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 	c := pd.ctx
 	if err := c.check(); err != nil {
@@ -59,9 +54,10 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		return nil, verrorf(ErrInvalidArgument, "CQ belongs to another context")
 	}
 	cp := &init.Cap
+	maxWR, maxSGE, maxInline := uint32(c.attr.MaxQPWR), uint32(c.attr.MaxSGE), uint32(c.attr.MaxInlineData)
 	switch {
-	case cp.MaxSendWR > maxQPWR || cp.MaxRecvWR > maxQPWR:
-		return nil, verrorf(ErrInvalidArgument, "max_send_wr %d / max_recv_wr %d above the device limit %d", cp.MaxSendWR, cp.MaxRecvWR, maxQPWR)
+	case cp.MaxSendWR > maxWR || cp.MaxRecvWR > maxWR:
+		return nil, verrorf(ErrInvalidArgument, "max_send_wr %d / max_recv_wr %d above the device limit %d", cp.MaxSendWR, cp.MaxRecvWR, maxWR)
 	case cp.MaxSendSGE > maxSGE || cp.MaxRecvSGE > maxSGE:
 		return nil, verrorf(ErrInvalidArgument, "max_send_sge %d / max_recv_sge %d above the device limit %d", cp.MaxSendSGE, cp.MaxRecvSGE, maxSGE)
 	case cp.MaxInlineData > maxInline:
@@ -83,7 +79,7 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		pd.use(0, -1)
 		return nil, err
 	}
-	var esrq *engine.SRQ
+	pinit := provider.QPInitAttr{Type: init.Type, SendCQ: init.SendCQ.p, RecvCQ: init.RecvCQ.p, Cap: init.Cap, SigAll: init.SigAll}
 	if init.SRQ != nil {
 		if init.SRQ.pd.ctx != c {
 			init.SendCQ.use(-1)
@@ -97,16 +93,10 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 			pd.use(0, -1)
 			return nil, err
 		}
-		esrq = init.SRQ.e
+		pinit.SRQ = init.SRQ.p
 	}
 	q := &QP{pd: pd, init: init}
-	t := softdev.NewQPTimer()
-	eqp, err := c.host().CreateQP(engine.QPConfig{
-		Type: engine.QPType(init.Type), PD: pd.handle, SendCQ: init.SendCQ, RecvCQ: init.RecvCQ,
-		MaxSendWR: int(cp.MaxSendWR), MaxRecvWR: int(cp.MaxRecvWR),
-		MaxSendSGE: int(cp.MaxSendSGE), MaxRecvSGE: int(cp.MaxRecvSGE), MaxInline: int(cp.MaxInlineData),
-		SigAll: init.SigAll, OnDeadline: t.Arm, SRQ: esrq, Owner: q,
-	})
+	p, err := pd.p.CreateQP(&pinit, q)
 	if err != nil {
 		init.SendCQ.use(-1)
 		init.RecvCQ.use(-1)
@@ -114,21 +104,20 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 			init.SRQ.use(-1)
 		}
 		pd.use(0, -1)
-		return nil, verrorf(ErrNoMemory, "create QP: %v", err)
+		return nil, err
 	}
-	t.Bind(eqp)
-	q.eqp, q.timer = eqp, t
+	q.p = p
 	return q, nil
 }
 
 // QPN returns the queue pair number (ibv_qp.qp_num).
-func (qp *QP) QPN() uint32 { return qp.eqp.QPN() }
+func (qp *QP) QPN() uint32 { return qp.p.QPN() }
 
 // Type returns the QP type.
 func (qp *QP) Type() QPType { return qp.init.Type }
 
 // State returns the current state, which the device may have moved to ERR.
-func (qp *QP) State() QPState { return QPState(qp.eqp.State()) }
+func (qp *QP) State() QPState { return qp.p.State() }
 
 // Cap returns the queue sizes granted at creation.
 func (qp *QP) Cap() QPCap { return qp.init.Cap }
@@ -142,85 +131,17 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if qp.destroyed.Load() {
 		return verrorf(ErrClosed, "QP destroyed")
 	}
-	c := qp.pd.ctx
 	cur := qp.State()
-	lim := ModifyLimits{PortCount: 1, PKeyTableLen: 1, MaxQPRDAtom: maxRDAtom, MaxQPInitRDAtom: maxRDAtom,
-		GIDTableLen: gidTableLen, MaxMTU: MTU4096}
-	next, err := checkModify(qp.init.Type, cur, attr, mask, lim)
+	next, err := checkModify(qp.init.Type, cur, attr, mask, qp.pd.ctx.lim)
 	if err != nil {
 		return err
 	}
-	var (
-		ea engine.Attr
-		em uint32
-	)
-	if mask&QPAttrAV != 0 {
-		fail := func(format string, args ...any) error {
-			return verrorf(ErrInvalidArgument, "modify %s QP %s→%s: AV: %s", qp.init.Type, cur, next, fmt.Sprintf(format, args...))
-		}
-		if attr.AH.PortNum > 1 {
-			return fail("port %d is not the QP's port 1", attr.AH.PortNum)
-		}
-		src, why := c.sourceGIDAddr(attr.AH.GRH.SGIDIndex)
-		if why != "" {
-			return fail("%s", why)
-		}
-		dst := attr.AH.GRH.DGID.IP()
-		if dst.Is4() != src.Is4() {
-			return fail("destination GID %s and source %s are of different IP families", attr.AH.GRH.DGID, GIDFromIP(src))
-		}
-		ea.Remote, ea.FlowLabel = dst, attr.AH.GRH.FlowLabel
-		em |= engine.AttrAV
+	a := *attr // the provider sees max_rd_atomic values rounded as rxe rounds them
+	a.State = next
+	a.MaxRDAtomic, a.MaxDestRDAtomic = roundPow2(a.MaxRDAtomic), roundPow2(a.MaxDestRDAtomic)
+	if err := qp.p.Modify(&a, mask); err != nil {
+		return err
 	}
-	if mask&QPAttrPathMTU != 0 {
-		ea.PathMTU = attr.PathMTU.Bytes()
-		em |= engine.AttrPathMTU
-	}
-	set := func(bit QPAttrMask, ebit uint32) bool {
-		if mask&bit != 0 {
-			em |= ebit
-			return true
-		}
-		return false
-	}
-	if set(QPAttrAccessFlags, engine.AttrAccessFlags) {
-		ea.AccessFlags = uint32(attr.AccessFlags)
-	}
-	if set(QPAttrQKey, engine.AttrQKey) {
-		ea.QKey = attr.QKey
-	}
-	if set(QPAttrTimeout, engine.AttrTimeout) {
-		ea.Timeout = attr.Timeout
-	}
-	if set(QPAttrRetryCnt, engine.AttrRetryCnt) {
-		ea.RetryCnt = attr.RetryCnt
-	}
-	if set(QPAttrRNRRetry, engine.AttrRNRRetry) {
-		ea.RNRRetry = attr.RNRRetry
-	}
-	if set(QPAttrRQPSN, engine.AttrRQPSN) {
-		ea.RQPSN = attr.RQPSN
-	}
-	if set(QPAttrSQPSN, engine.AttrSQPSN) {
-		ea.SQPSN = attr.SQPSN
-	}
-	if set(QPAttrMaxQPRDAtomic, engine.AttrMaxQPRDAtomic) {
-		ea.MaxRDAtomic = roundPow2(attr.MaxRDAtomic)
-	}
-	if set(QPAttrMaxDestRDAtomic, engine.AttrMaxDestRDAtomic) {
-		ea.MaxDestRDAtomic = roundPow2(attr.MaxDestRDAtomic)
-	}
-	if set(QPAttrMinRNRTimer, engine.AttrMinRNRTimer) {
-		ea.MinRNRTimer = attr.MinRNRTimer
-	}
-	if set(QPAttrDestQPN, engine.AttrDestQPN) {
-		ea.DestQPN = attr.DestQPN
-	}
-	if mask&QPAttrState != 0 {
-		ea.State = engine.QPState(next)
-		em |= engine.AttrState
-	}
-	qp.eqp.Modify(time.Now(), &ea, em)
 	qp.remember(attr, mask)
 	return nil
 }
@@ -297,8 +218,11 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 		return QPAttr{}, QPInitAttr{}, verrorf(ErrClosed, "QP destroyed")
 	}
 	a := qp.attr
-	live := qp.eqp.Attr()
-	a.State = QPState(live.State)
+	live, err := qp.p.Query()
+	if err != nil {
+		return QPAttr{}, QPInitAttr{}, err
+	}
+	a.State = live.State
 	a.CurState = a.State
 	a.Cap = qp.init.Cap
 	if a.State >= QPStateRTR && a.State != QPStateErr {
@@ -318,65 +242,23 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	if qp.destroyed.Load() {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
-	// The engine's work requests are built in a stack buffer and posted
-	// postChunk at a time: nothing here keeps a pointer to the caller's
-	// SGLs, so a PostSend with an SGL literal does not allocate.
-	var buf [postChunk]engine.SendWR
-	var avs [postChunk]engine.AV // UD address vectors, copied too
-	n, first := 0, 0             // buf[:n] holds wrs[first:first+n]
+	bad, badErr := len(wrs), error(nil)
 	for i := range wrs {
-		wr := &wrs[i]
-		if err := qp.checkSendWR(wr); err != nil {
-			if n > 0 {
-				if err2 := qp.postEngine(buf[:n], first); err2 != nil {
-					return err2
-				}
-			}
-			return &PostError{Index: i, Err: err}
+		if err := qp.checkSendWR(&wrs[i]); err != nil {
+			bad, badErr = i, err
+			break
 		}
-		if n == postChunk {
-			if err := qp.postEngine(buf[:n], first); err != nil {
-				return err
-			}
-			n, first = 0, i
-		}
-		imm := wr.ImmData
-		if wr.Opcode == WRSendWithInv || wr.Opcode == WRLocalInv {
-			imm = wr.InvalidateRKey
-		}
-		buf[n] = engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
-			SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
-			CompareAdd: wr.CompareAdd, Swap: wr.Swap}
-		if wr.AH != nil {
-			// The engine copies the AV and the bind at post time.
-			avs[n] = wr.AH.av
-			buf[n].AV, buf[n].RemoteQPN, buf[n].RemoteQKey = &avs[n], wr.RemoteQPN, wr.RemoteQKey
-		}
-		if wr.Opcode == WRBindMW {
-			b := &engine.Bind{MW: wr.BindMW.e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
-				Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
-			if wr.BindInfo.MR != nil {
-				b.MR = wr.BindInfo.MR.mr
-			}
-			buf[n].Bind = b
-		}
-		n++
 	}
-	return qp.postEngine(buf[:n], first)
-}
-
-// postEngine posts s, which holds wrs[first:first+len(s)], to the engine.
-func (qp *QP) postEngine(s []engine.SendWR, first int) error {
-	n, err := qp.eqp.PostSendList(time.Now(), s)
-	clear(s)
-	if err != nil {
-		return &PostError{Index: first + n, Err: postErr(err)}
+	if bad > 0 {
+		if n, err := qp.p.PostSend(wrs[:bad]); err != nil {
+			return &PostError{Index: n, Err: err}
+		}
+	}
+	if badErr != nil {
+		return &PostError{Index: bad, Err: badErr}
 	}
 	return nil
 }
-
-// postChunk is the most work requests PostSend hands the engine at once.
-const postChunk = 32
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
 	t := qp.init.Type
@@ -397,23 +279,31 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		if t == QPTypeUD {
 			return bad()
 		}
-		if wr.BindMW == nil {
+		mw, _ := wr.BindMW.(*MW)
+		if mw == nil {
 			return verrorf(ErrInvalidArgument, "BIND_MW without a window")
 		}
-		if wr.BindMW.pd != qp.pd {
+		if mw.pd != qp.pd {
 			return verrorf(ErrInvalidArgument, "BIND_MW: window belongs to another PD")
 		}
-		if mr := wr.BindInfo.MR; mr != nil && mr.pd != qp.pd {
-			return verrorf(ErrInvalidArgument, "BIND_MW: MR belongs to another PD")
+		if wr.BindInfo.MR != nil {
+			mr, _ := wr.BindInfo.MR.(*MR)
+			if mr == nil {
+				return verrorf(ErrInvalidArgument, "BIND_MW: no valid MR")
+			}
+			if mr.pd != qp.pd {
+				return verrorf(ErrInvalidArgument, "BIND_MW: MR belongs to another PD")
+			}
 		}
 	default:
 		return verrorf(ErrNotSupported, "opcode %s not supported", wr.Opcode)
 	}
 	if t == QPTypeUD {
-		if wr.AH == nil || wr.AH.dead.Load() {
+		ah, _ := wr.AH.(*AH)
+		if ah == nil || ah.dead.Load() {
 			return verrorf(ErrInvalidArgument, "UD send without a valid address handle")
 		}
-		if wr.AH.pd != qp.pd {
+		if ah.pd != qp.pd {
 			return verrorf(ErrInvalidArgument, "address handle belongs to another PD")
 		}
 	}
@@ -437,15 +327,6 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 	return nil
 }
 
-func postErr(err error) error {
-	switch {
-	case errors.Is(err, engine.ErrQueueFull):
-		return verrorf(ErrNoMemory, "%v", err)
-	default:
-		return verrorf(ErrInvalidArgument, "%v", err)
-	}
-}
-
 // PostRecv posts receive work requests (ibv_post_recv).
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if qp.destroyed.Load() {
@@ -454,15 +335,20 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if qp.init.SRQ != nil {
 		return &PostError{Index: 0, Err: verrorf(ErrInvalidArgument, "QP takes its receives from an SRQ: post them with SRQ.PostRecv")}
 	}
-	now := time.Now()
+	bad := len(wrs)
 	for i := range wrs {
-		wr := &wrs[i]
-		if len(wr.SGL) > int(qp.init.Cap.MaxRecvSGE) {
-			return &PostError{Index: i, Err: verrorf(ErrInvalidArgument, "%d SGEs, QP allows %d", len(wr.SGL), qp.init.Cap.MaxRecvSGE)}
+		if len(wrs[i].SGL) > int(qp.init.Cap.MaxRecvSGE) {
+			bad = i
+			break
 		}
-		if err := qp.eqp.PostRecv(now, &engine.RecvWR{ID: wr.ID, SGL: engineSGL(wr.SGL)}); err != nil {
-			return &PostError{Index: i, Err: postErr(err)}
+	}
+	if bad > 0 {
+		if n, err := qp.p.PostRecv(wrs[:bad]); err != nil {
+			return &PostError{Index: n, Err: err}
 		}
+	}
+	if bad < len(wrs) {
+		return &PostError{Index: bad, Err: verrorf(ErrInvalidArgument, "%d SGEs, QP allows %d", len(wrs[bad].SGL), qp.init.Cap.MaxRecvSGE)}
 	}
 	return nil
 }
@@ -478,8 +364,7 @@ func (qp *QP) Destroy() error {
 	qp.postMu.Lock() // a PostSend in progress finishes first
 	qp.destroyed.Store(true)
 	qp.postMu.Unlock()
-	qp.timer.Stop()
-	qp.pd.ctx.host().DestroyQP(qp.eqp)
+	qp.p.Destroy()
 	qp.init.SendCQ.use(-1)
 	qp.init.RecvCQ.use(-1)
 	if qp.init.SRQ != nil {

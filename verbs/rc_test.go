@@ -427,7 +427,7 @@ func TestRCPathMTU(t *testing.T) {
 			}
 			const n = 3*4096 + 1
 			fill(a.buf[:n], byte(mtu))
-			st := a.ctx.Stats()
+			st := stats(a.ctx)
 			sent, retrans := st.Sent.Load(), st.Retransmits.Load()
 			a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
 				SGL: []verbs.SGE{a.mr.SGE(0, n)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()})
@@ -626,7 +626,7 @@ func TestRCPeerGone(t *testing.T) {
 	t.Parallel()
 	check := func(t *testing.T, a *tEnd, op verbs.WROpcode) {
 		t.Helper()
-		st := a.ctx.Stats()
+		st := stats(a.ctx)
 		before := st.Retransmits.Load()
 		start := time.Now()
 		a.post(t, verbs.SendWR{ID: 1, Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 8)},
@@ -670,10 +670,10 @@ func TestRCRNR(t *testing.T) {
 			verbs.SendWR{ID: 2, Opcode: verbs.WRRDMAWriteWithImm, Flags: verbs.SendSignaled, ImmData: 77,
 				SGL: []verbs.SGE{a.mr.SGE(0, 100)}, RemoteAddr: b.mr.Addr() + 8192, RKey: b.mr.RKey()})
 		deadline := time.Now().Add(5 * time.Second)
-		for b.ctx.Stats().RNRNAKsSent.Load() < 3 && time.Now().Before(deadline) {
+		for stats(b.ctx).RNRNAKsSent.Load() < 3 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		if a.ctx.Stats().RNRNAKsReceived.Load() == 0 {
+		if stats(a.ctx).RNRNAKsReceived.Load() == 0 {
 			t.Fatal("no RNR NAK received")
 		}
 		expectNoWC(t, a.scq, 0)
@@ -699,7 +699,7 @@ func TestRCRNR(t *testing.T) {
 		a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 8)}})
 		checkWC(t, a.sendWCs(t, 1)[0], 1, verbs.WCRNRRetryExcErr, 0)
 		stateIs(t, a.qp, verbs.QPStateErr)
-		if got := a.ctx.Stats().RNRNAKsReceived.Load(); got != 2 {
+		if got := stats(a.ctx).RNRNAKsReceived.Load(); got != 2 {
 			t.Errorf("%d RNR NAKs received, want rnr_retry+1 = 2", got)
 		}
 		// The responder is fine: RNR is not an error there.
@@ -1141,7 +1141,7 @@ func TestCQOverflow(t *testing.T) {
 	if a.rcq.Overflowed() || a.scq.Overflowed() {
 		t.Fatal("another CQ reports an overflow")
 	}
-	if b.ctx.Stats().CQOverflow.Load() == 0 {
+	if stats(b.ctx).CQOverflow.Load() == 0 {
 		t.Fatal("overflow not counted")
 	}
 }

@@ -3,37 +3,14 @@ package verbs
 import (
 	"sync"
 
-	"github.com/rdma-go/rdma-go/engine"
-)
-
-// SRQAttr holds shared receive queue attributes (struct ibv_srq_attr).
-type SRQAttr struct {
-	MaxWR    uint32
-	MaxSGE   uint32
-	SRQLimit uint32
-}
-
-// SRQAttrMask selects SRQ attributes to modify (enum ibv_srq_attr_mask).
-type SRQAttrMask uint32
-
-// SRQ attribute mask bits.
-const (
-	SRQMaxWR SRQAttrMask = 1 << 0
-	SRQLimit SRQAttrMask = 1 << 1
-)
-
-// Device limits for SRQs.
-const (
-	maxSRQ    = 1 << 16
-	maxSRQWR  = 1 << 14
-	maxSRQSGE = maxSGE
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // SRQ is a shared receive queue (ibv_srq): receives that any attached QP
 // consumes.
 type SRQ struct {
 	pd  *PD
-	e   *engine.SRQ
+	p   provider.SRQ
 	sge uint32
 
 	mu        sync.Mutex
@@ -47,8 +24,9 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 	if err := pd.ctx.check(); err != nil {
 		return nil, err
 	}
-	if attr.MaxWR == 0 || attr.MaxWR > maxSRQWR || attr.MaxSGE > maxSRQSGE {
-		return nil, verrorf(ErrInvalidArgument, "SRQ max_wr %d / max_sge %d out of range 1..%d / 0..%d", attr.MaxWR, attr.MaxSGE, maxSRQWR, maxSRQSGE)
+	maxWR, maxSGE := uint32(pd.ctx.attr.MaxSRQWR), uint32(pd.ctx.attr.MaxSRQSGE)
+	if attr.MaxWR == 0 || attr.MaxWR > maxWR || attr.MaxSGE > maxSGE {
+		return nil, verrorf(ErrInvalidArgument, "SRQ max_wr %d / max_sge %d out of range 1..%d / 0..%d", attr.MaxWR, attr.MaxSGE, maxWR, maxSGE)
 	}
 	if attr.SRQLimit > attr.MaxWR {
 		return nil, verrorf(ErrInvalidArgument, "SRQ limit %d above max_wr %d", attr.SRQLimit, attr.MaxWR)
@@ -57,16 +35,13 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 	if err := pd.use(0, 1); err != nil {
 		return nil, err
 	}
-	e, err := pd.ctx.host().CreateSRQ(pd.handle, int(attr.MaxWR), int(sge))
+	s := &SRQ{pd: pd, sge: sge}
+	p, err := pd.p.CreateSRQ(attr, s)
 	if err != nil {
 		pd.use(0, -1)
-		return nil, verrorf(ErrNoMemory, "create SRQ: %v", err)
+		return nil, err
 	}
-	s := &SRQ{pd: pd, e: e, sge: sge}
-	e.Owner = s
-	if attr.SRQLimit > 0 {
-		e.SetLimit(int(attr.SRQLimit))
-	}
+	s.p = p
 	return s, nil
 }
 
@@ -75,14 +50,20 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 	if s.isDestroyed() {
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "SRQ destroyed")}
 	}
+	bad := len(wrs)
 	for i := range wrs {
-		wr := &wrs[i]
-		if len(wr.SGL) > int(s.sge) {
-			return &PostError{Index: i, Err: verrorf(ErrInvalidArgument, "%d SGEs, SRQ allows %d", len(wr.SGL), s.sge)}
+		if len(wrs[i].SGL) > int(s.sge) {
+			bad = i
+			break
 		}
-		if err := s.e.PostRecv(&engine.RecvWR{ID: wr.ID, SGL: engineSGL(wr.SGL)}); err != nil {
-			return &PostError{Index: i, Err: postErr(err)}
+	}
+	if bad > 0 {
+		if n, err := s.p.PostRecv(wrs[:bad]); err != nil {
+			return &PostError{Index: n, Err: err}
 		}
+	}
+	if bad < len(wrs) {
+		return &PostError{Index: bad, Err: verrorf(ErrInvalidArgument, "%d SGEs, SRQ allows %d", len(wrs[bad].SGL), s.sge)}
 	}
 	return nil
 }
@@ -96,20 +77,7 @@ func (s *SRQ) Modify(attr SRQAttr, mask SRQAttrMask) error {
 	if mask&^(SRQMaxWR|SRQLimit) != 0 {
 		return verrorf(ErrInvalidArgument, "unknown SRQ attribute mask %#x", uint32(mask))
 	}
-	if mask&SRQMaxWR != 0 {
-		if attr.MaxWR == 0 || attr.MaxWR > maxSRQWR || int(attr.MaxWR) < s.e.Cap() {
-			return verrorf(ErrInvalidArgument, "SRQ max_wr %d: must be %d..%d", attr.MaxWR, s.e.Cap(), maxSRQWR)
-		}
-		if err := s.e.Resize(int(attr.MaxWR)); err != nil {
-			return verrorf(ErrInvalidArgument, "%v", err)
-		}
-	}
-	if mask&SRQLimit != 0 {
-		if err := s.e.SetLimit(int(attr.SRQLimit)); err != nil {
-			return verrorf(ErrInvalidArgument, "SRQ limit %d above max_wr %d", attr.SRQLimit, s.e.Cap())
-		}
-	}
-	return nil
+	return s.p.Modify(attr, mask)
 }
 
 // Query returns the SRQ's attributes (ibv_query_srq).
@@ -117,11 +85,11 @@ func (s *SRQ) Query() (SRQAttr, error) {
 	if s.isDestroyed() {
 		return SRQAttr{}, verrorf(ErrClosed, "SRQ destroyed")
 	}
-	return SRQAttr{MaxWR: uint32(s.e.Cap()), MaxSGE: s.sge, SRQLimit: uint32(s.e.Limit())}, nil
+	return s.p.Query()
 }
 
 // Len returns the number of receives posted and not yet consumed.
-func (s *SRQ) Len() int { return s.e.Len() }
+func (s *SRQ) Len() int { return s.p.Len() }
 
 // Destroy destroys the SRQ (ibv_destroy_srq); it fails with ErrBusy while
 // QPs are attached.
@@ -133,6 +101,9 @@ func (s *SRQ) Destroy() error {
 	}
 	if s.users > 0 {
 		return verrorf(ErrBusy, "SRQ still used by %d QP(s)", s.users)
+	}
+	if err := s.p.Destroy(); err != nil {
+		return err
 	}
 	s.destroyed = true
 	s.pd.use(0, -1)

@@ -275,7 +275,7 @@ func TestSRQManyQPs(t *testing.T) {
 	expectNoWC(t, b.rcq, 10*time.Millisecond)
 	var rnr uint64
 	for _, e := range devs {
-		rnr += e.ctx.Stats().RNRNAKsReceived.Load()
+		rnr += stats(e.ctx).RNRNAKsReceived.Load()
 	}
 	t.Logf("%d messages from %d peers through one SRQ of %d in %v (%d RNR NAKs)", total, nQP, depth, time.Since(start), rnr)
 }
@@ -477,7 +477,7 @@ func TestSRQEmptyRNR(t *testing.T) {
 	a, b, srq := srqPair(t, verbs.SRQAttr{MaxWR: 8}, func(c *pairConfig) { c.RNRRetry, c.MinRNRTimer = 7, 14 })
 	fill(a.buf[:3000], 6)
 	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 3000)}})
-	waitCounter(t, "RNR NAKs received", func() uint64 { return min(a.ctx.Stats().RNRNAKsReceived.Load(), 2) }, 2)
+	waitCounter(t, "RNR NAKs received", func() uint64 { return min(stats(a.ctx).RNRNAKsReceived.Load(), 2) }, 2)
 	expectNoWC(t, a.scq, 0)
 	if st := a.qp.State(); st != verbs.QPStateRTS {
 		t.Fatalf("requester state %s during RNR, want RTS", st)

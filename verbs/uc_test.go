@@ -217,17 +217,17 @@ func TestUCRefusedOpcodes(t *testing.T) {
 func TestUCSilentDrops(t *testing.T) {
 	t.Parallel()
 	a, b := newUCPair(t)
-	noRecv := b.ctx.Stats().DropNoRecv.Load()
+	noRecv := stats(b.ctx).DropNoRecv.Load()
 	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 64)}})
 	a.sendWC(t, 1, verbs.WCSend)
-	waitCounter(t, "DropNoRecv", func() uint64 { return b.ctx.Stats().DropNoRecv.Load() - noRecv }, 1)
+	waitCounter(t, "DropNoRecv", func() uint64 { return stats(b.ctx).DropNoRecv.Load() - noRecv }, 1)
 
 	fill(a.buf[:256], 7)
-	dropped := b.ctx.Stats().DropUCMessage.Load()
+	dropped := stats(b.ctx).DropUCMessage.Load()
 	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 256)},
 		RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey() ^ 0x80})
 	a.sendWC(t, 2, verbs.WCRDMAWrite)
-	waitCounter(t, "DropUCMessage", func() uint64 { return b.ctx.Stats().DropUCMessage.Load() - dropped }, 1)
+	waitCounter(t, "DropUCMessage", func() uint64 { return stats(b.ctx).DropUCMessage.Load() - dropped }, 1)
 	for _, qp := range []*verbs.QP{a.qp, b.qp} {
 		if st := qp.State(); st != verbs.QPStateRTS {
 			t.Fatalf("QP 0x%x state %s after a silent drop, want RTS", qp.QPN(), st)

@@ -179,7 +179,7 @@ func TestUDSendRecv(t *testing.T) {
 			if wc.ByteLen != uint32(verbs.GRHLen+tc.n) {
 				t.Errorf("byte_len %d, want GRHLen+%d = %d", wc.ByteLen, tc.n, verbs.GRHLen+tc.n)
 			}
-			checkIPv4GRH(t, b.buf[:verbs.GRHLen], a.ctx.Addr(), b.ctx.Addr(), udWirePayload(tc.n, tc.imm))
+			checkIPv4GRH(t, b.buf[:verbs.GRHLen], a.ctx.Device().Addr(), b.ctx.Device().Addr(), udWirePayload(tc.n, tc.imm))
 			checkBytes(t, "UD payload", b.buf[verbs.GRHLen:verbs.GRHLen+tc.n], a.buf[:tc.n])
 			if b.buf[verbs.GRHLen+tc.n] != 0 {
 				t.Errorf("byte after the receive buffer was written")
@@ -220,7 +220,7 @@ func TestUDSendRecv(t *testing.T) {
 		if r.SrcQP != b.qp.QPN() || r.ImmData != 4242 || r.ByteLen != verbs.GRHLen+64 {
 			t.Fatalf("reply completion %+v", r)
 		}
-		checkIPv4GRH(t, a.buf[:verbs.GRHLen], b.ctx.Addr(), a.ctx.Addr(), udWirePayload(64, true))
+		checkIPv4GRH(t, a.buf[:verbs.GRHLen], b.ctx.Device().Addr(), a.ctx.Device().Addr(), udWirePayload(64, true))
 		checkBytes(t, "reply", a.buf[verbs.GRHLen:verbs.GRHLen+64], b.buf[8192:8192+64])
 
 		// A completion without a GRH, or a short GRH area, cannot be
@@ -322,16 +322,16 @@ func TestUDLargerThanMTU(t *testing.T) {
 	}
 	mtu := p.ActiveMTU.Bytes()
 	b.postRecv(t, 1, 0, verbs.GRHLen+2*mtu)
-	tooLong := a.ctx.Stats().DropUDTooLong.Load()
-	sent := a.ctx.Stats().Sent.Load()
+	tooLong := stats(a.ctx).DropUDTooLong.Load()
+	sent := stats(a.ctx).Sent.Load()
 	a.post(t, verbs.SendWR{ID: 7, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
 		SGL: []verbs.SGE{a.mr.SGE(0, mtu+1)}, AH: ah, RemoteQPN: b.qp.QPN(), RemoteQKey: udQKey})
 	// SUCCESS, as IBTA C10-93.1.1 and rxe have it, and nothing on the wire.
 	a.sendWC(t, 7, verbs.WCSend)
-	if got := a.ctx.Stats().DropUDTooLong.Load() - tooLong; got != 1 {
+	if got := stats(a.ctx).DropUDTooLong.Load() - tooLong; got != 1 {
 		t.Errorf("DropUDTooLong went up by %d, want 1", got)
 	}
-	if got := a.ctx.Stats().Sent.Load(); got != sent {
+	if got := stats(a.ctx).Sent.Load(); got != sent {
 		t.Errorf("%d datagram(s) sent for a UD message above the MTU", got-sent)
 	}
 	expectNoWC(t, b.rcq, 30*time.Millisecond)

@@ -123,9 +123,16 @@ func run() error {
 	fmt.Printf("ATOMIC FETCH_AND_ADD(+2): %s, old value %d, B's counter now %d\n", wcA.Status,
 		binary.NativeEndian.Uint64(a.mr.Bytes()[64:72]), binary.NativeEndian.Uint64(counter))
 
-	sa, sb := a.ctx.Stats(), b.ctx.Stats()
+	sa, err := a.ctx.QueryPortCounters(1)
+	if err != nil {
+		return err
+	}
+	sb, err := b.ctx.QueryPortCounters(1)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("packets: A sent %d received %d, B sent %d received %d (UDP port 4791, ICRC checked)\n",
-		sa.Sent.Load(), sa.Received.Load(), sb.Sent.Load(), sb.Received.Load())
+		sa.Sent, sa.Received, sb.Sent, sb.Received)
 	return nil
 }
 

@@ -69,7 +69,7 @@ func runChild(name string) int {
 			return 125
 		}
 		defer c.Close()
-		fmt.Fprintln(events, "device", c.Addr())
+		fmt.Fprintln(events, "device", c.Device().Addr())
 	}
 	return tools[name](env, os.Args[1:])
 }
@@ -207,7 +207,7 @@ func startServer(t *testing.T, tool string, args ...string) (*proc, netip.Addr) 
 // the test ends.
 func openDevice(t *testing.T) netip.Addr {
 	t.Helper()
-	return testdev.Device(t, "cmt").Addr()
+	return testdev.Device(t, "cmt").Device().Addr()
 }
 
 // portSeq numbers the CM ports of the tests in this process. CM ports

@@ -61,7 +61,7 @@ func (s *session) writeJSON(w io.Writer) error {
 		GID: s.gid.String(), LinkType: s.linkType, MTU: s.mtu.Bytes(), Connection: c.Conn.String(), NumQPs: c.NumQPs,
 		CQMod: c.CQMod, PostList: c.PostList, Bidir: c.Duplex, PeerVer: s.peerVersion, Local: s.my, Remote: s.rem}
 	if s.vctx != nil {
-		r.DeviceAddr = s.vctx.Addr().String()
+		r.DeviceAddr = s.vctx.Device().Addr().String()
 	}
 	if c.Client || c.Duplex {
 		r.TxDepth = c.TxDepth

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdma-go/rdma-go/internal/gsi"
-	"github.com/rdma-go/rdma-go/internal/gsi/gsisim"
 	"github.com/rdma-go/rdma-go/link/memlink"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi/gsisim"
 )
 
 var (

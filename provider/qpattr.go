@@ -1,4 +1,4 @@
-package verbs
+package provider
 
 import (
 	"encoding/binary"
@@ -27,7 +27,7 @@ func GIDFromIP(ip netip.Addr) GID {
 func ParseGID(s string) (GID, error) {
 	ip, err := netip.ParseAddr(s)
 	if err != nil || ip.Zone() != "" {
-		return GID{}, verrorf(ErrInvalidArgument, "invalid GID %q", s)
+		return GID{}, Errorf(ErrInvalidArgument, "invalid GID %q", s)
 	}
 	return GIDFromIP(ip), nil
 }

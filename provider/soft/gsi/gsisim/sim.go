@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
-	"github.com/rdma-go/rdma-go/internal/clock"
-	"github.com/rdma-go/rdma-go/internal/gsi"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/link/memlink"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/clock"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi"
 	"github.com/rdma-go/rdma-go/wire"
 )
 

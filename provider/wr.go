@@ -1,10 +1,4 @@
-package verbs
-
-import (
-	"unsafe"
-
-	"github.com/rdma-go/rdma-go/engine"
-)
+package provider
 
 // SGE is a scatter/gather element (struct ibv_sge): Length bytes at virtual
 // address Addr inside the MR whose L_Key is LKey.
@@ -40,13 +34,15 @@ type SendWR struct {
 	CompareAdd uint64
 	Swap       uint64
 	// AH, RemoteQPN and RemoteQKey address a UD send. A RemoteQKey with
-	// bit 31 set means "use the QP's own Q_Key" (IBTA C10-15).
-	AH         *AH
+	// bit 31 set means "use the QP's own Q_Key" (IBTA C10-15). AH holds a
+	// verbs *AH; the provider reaches its own address handle through it.
+	AH         AHHandle
 	RemoteQPN  uint32
 	RemoteQKey uint32
 	// BindMW, BindRKey and BindInfo describe a WRBindMW: the window, its
-	// new R_Key (IncRKey of the current one) and what it exposes.
-	BindMW   *MW
+	// new R_Key (IncRKey of the current one) and what it exposes. BindMW
+	// holds a verbs *MW.
+	BindMW   MWHandle
 	BindRKey uint32
 	BindInfo MWBindInfo
 }
@@ -74,16 +70,4 @@ type WC struct {
 	SLID         uint16
 	SL           uint8
 	DLIDPathBits uint8
-}
-
-func engineSGL(s []SGE) []engine.SGE {
-	// SGE and engine.SGE have the same fields in the same order.
-	return unsafe.Slice((*engine.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
-}
-
-func fromCompletion(wc *WC, c *engine.Completion) {
-	*wc = WC{
-		WRID: c.WRID, Status: WCStatus(c.Status), Opcode: WCOpcode(c.Opcode), VendorErr: c.VendorErr,
-		ByteLen: c.ByteLen, ImmData: c.Imm, QPNum: c.QPN, SrcQP: c.SrcQP, Flags: WCFlags(c.Flags),
-	}
 }

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
-	"github.com/rdma-go/rdma-go/internal/gsi"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/gsi"
 	"github.com/rdma-go/rdma-go/wire"
 )
 

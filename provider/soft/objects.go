@@ -1,0 +1,583 @@
+package soft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/provider"
+	"github.com/rdma-go/rdma-go/provider/soft/internal/softdev"
+)
+
+var pdHandles atomic.Uint32
+
+// pd is a protection domain: a handle the engine checks keys against.
+type pd struct {
+	ctx    *Context
+	handle uint32
+}
+
+// AllocPD allocates a protection domain.
+func (c *Context) AllocPD() (provider.PD, error) {
+	return &pd{ctx: c, handle: pdHandles.Add(1)}, nil
+}
+
+func (p *pd) Dealloc() error { return nil }
+
+// mr is a memory region or a memory window of the engine.
+type mr struct {
+	ctx *Context
+	e   *engine.MR
+}
+
+func (p *pd) RegMR(buf []byte, access provider.AccessFlags) (provider.MR, error) {
+	if uint64(len(buf)) > maxMsgSize*2 {
+		return nil, provider.Errorf(provider.ErrInvalidArgument, "MR of %d bytes too large", len(buf))
+	}
+	return &mr{ctx: p.ctx, e: p.ctx.host().Mem().Register(p.handle, buf, uint32(access&0x1F))}, nil
+}
+
+func (m *mr) Addr() uint64 { return m.e.Addr }
+func (m *mr) LKey() uint32 { return m.e.LKey }
+func (m *mr) RKey() uint32 { return m.e.RKey }
+
+func (m *mr) Dereg() error {
+	if n := m.e.Windows(); n > 0 {
+		return provider.Errorf(provider.ErrBusy, "MR has %d memory window(s) bound", n)
+	}
+	m.ctx.host().Mem().Deregister(m.e)
+	return nil
+}
+
+// mw is a memory window.
+type mw struct{ mr }
+
+func (p *pd) AllocMW(t provider.MWType) (provider.MW, error) {
+	return &mw{mr{ctx: p.ctx, e: p.ctx.host().Mem().AllocMW(p.handle, uint8(t))}}, nil
+}
+
+func (w *mw) RKey() uint32 { return w.ctx.host().Mem().CurrentRKey(w.e) }
+
+func (w *mw) Dealloc() error {
+	w.ctx.host().Mem().Deregister(w.e)
+	return nil
+}
+
+// ah is an address handle: the engine's address vector.
+type ah struct{ av engine.AV }
+
+func (p *pd) CreateAH(attr *provider.AHAttr) (provider.AH, error) {
+	av, err := p.ctx.addressVector(attr)
+	if err != nil {
+		return nil, err
+	}
+	return &ah{av: av}, nil
+}
+
+func (*ah) Destroy() error { return nil }
+
+// cq is a completion queue: a ring the engine pushes completions into
+// (engine.CompletionQueue) and Poll drains.
+type cq struct {
+	ctx   *Context
+	ch    *compChannel
+	owner any
+
+	mu        sync.Mutex
+	ring      []engine.Completion
+	head, n   int
+	armed     bool
+	solOnly   bool
+	overflow  bool
+	events    uint32 // events delivered
+	acked     uint32
+	destroyed bool
+	// nonEmpty has a token when a completion arrived since the last Wait.
+	nonEmpty chan struct{}
+	// dead is closed by Destroy, waking every Wait.
+	dead chan struct{}
+}
+
+// CreateCQ creates a completion queue.
+func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provider.CQ, error) {
+	q := &cq{ctx: c, owner: owner, ring: make([]engine.Completion, cqe),
+		nonEmpty: make(chan struct{}, 1), dead: make(chan struct{})}
+	if ch != nil {
+		sc, ok := ch.(*compChannel)
+		if !ok || sc.ctx != c {
+			return nil, provider.Errorf(provider.ErrInvalidArgument, "completion channel belongs to another context")
+		}
+		q.ch = sc
+	}
+	return q, nil
+}
+
+func (q *cq) Cap() int {
+	q.mu.Lock() // Resize replaces the ring
+	defer q.mu.Unlock()
+	return len(q.ring)
+}
+
+// Push implements engine.CompletionQueue. It reports false when the CQ is
+// full; the completion is then lost and the CQ marked overflowed.
+func (q *cq) Push(c *engine.Completion) bool {
+	q.mu.Lock()
+	if q.n == len(q.ring) || q.destroyed {
+		q.overflow = true
+		q.mu.Unlock()
+		return false
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = *c
+	q.n++
+	if q.n == 1 {
+		select {
+		case q.nonEmpty <- struct{}{}:
+		default:
+		}
+	}
+	notify := q.armed && (!q.solOnly || c.Solicited || c.Status != engine.StatusSuccess)
+	if notify {
+		q.armed = false
+		q.events++
+	}
+	q.mu.Unlock()
+	if notify && q.ch != nil {
+		q.ch.post(q)
+	}
+	return true
+}
+
+// Poll drains completions. When the CQ is empty it first lets the device
+// receive and process what its socket holds, on the calling goroutine, as a
+// NIC driver's poll routine would: a busy poller then sees a completion
+// without waiting for the device's receive goroutine to be woken.
+func (q *cq) Poll(wc []provider.WC) (int, error) {
+	n, err := q.poll(wc)
+	if n == 0 && err == nil && len(wc) > 0 && q.ctx.run.Poll() {
+		n, err = q.poll(wc)
+	}
+	return n, err
+}
+
+func (q *cq) poll(wc []provider.WC) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.destroyed {
+		return 0, provider.Errorf(provider.ErrClosed, "CQ destroyed")
+	}
+	k := 0
+	for k < len(wc) && q.n > 0 {
+		fromCompletion(&wc[k], &q.ring[q.head])
+		q.head = (q.head + 1) % len(q.ring)
+		q.n--
+		k++
+	}
+	return k, nil
+}
+
+func fromCompletion(wc *provider.WC, c *engine.Completion) {
+	*wc = provider.WC{
+		WRID: c.WRID, Status: provider.WCStatus(c.Status), Opcode: provider.WCOpcode(c.Opcode), VendorErr: c.VendorErr,
+		ByteLen: c.ByteLen, ImmData: c.Imm, QPNum: c.QPN, SrcQP: c.SrcQP, Flags: provider.WCFlags(c.Flags),
+	}
+}
+
+func (q *cq) Resize(cqe int) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.destroyed {
+		return provider.Errorf(provider.ErrClosed, "CQ destroyed")
+	}
+	if cqe < 1 || cqe > maxCQE || cqe < q.n {
+		return provider.Errorf(provider.ErrInvalidArgument, "CQ size %d: must be %d..%d (completions queued: %d)", cqe, max(q.n, 1), maxCQE, q.n)
+	}
+	ring := make([]engine.Completion, cqe)
+	for i := 0; i < q.n; i++ {
+		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = ring, 0
+	return nil
+}
+
+func (q *cq) Wait(ctx context.Context) error {
+	for {
+		q.mu.Lock()
+		n, destroyed := q.n, q.destroyed
+		q.mu.Unlock()
+		if destroyed {
+			return provider.Errorf(provider.ErrClosed, "CQ destroyed")
+		}
+		if n > 0 {
+			return nil
+		}
+		q.ctx.run.Blocking() // send the ACKs Poll left pending, wake the receive goroutine
+		select {
+		case <-q.nonEmpty:
+		case <-q.dead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (q *cq) Overflowed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.overflow
+}
+
+func (q *cq) ReqNotify(solicitedOnly bool) error {
+	if q.ch == nil {
+		return provider.Errorf(provider.ErrInvalidArgument, "CQ has no completion channel")
+	}
+	q.mu.Lock()
+	if q.destroyed {
+		q.mu.Unlock()
+		return provider.Errorf(provider.ErrClosed, "CQ destroyed")
+	}
+	fire := q.n > 0 && !solicitedOnly
+	if fire {
+		q.events++
+	} else {
+		q.armed, q.solOnly = true, solicitedOnly
+	}
+	q.mu.Unlock()
+	if fire {
+		q.ch.post(q)
+	}
+	return nil
+}
+
+func (q *cq) AckEvents(n int) {
+	q.mu.Lock()
+	q.acked += uint32(n)
+	q.mu.Unlock()
+}
+
+func (q *cq) Destroy() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.destroyed {
+		return provider.Errorf(provider.ErrClosed, "CQ already destroyed")
+	}
+	q.destroyed = true
+	close(q.dead)
+	return nil
+}
+
+// compChannel is a completion event channel.
+type compChannel struct {
+	ctx    *Context
+	events chan *cq
+	done   chan struct{}
+	once   sync.Once
+}
+
+// CreateCompChannel creates a completion channel.
+func (c *Context) CreateCompChannel() (provider.CompChannel, error) {
+	return &compChannel{ctx: c, events: make(chan *cq, 1024), done: make(chan struct{})}, nil
+}
+
+func (ch *compChannel) post(q *cq) {
+	select {
+	case ch.events <- q:
+	case <-ch.done:
+	default:
+		// The channel is full of unread events: each CQ fires at most
+		// once per ReqNotify, so this only happens with more than 1024
+		// armed CQs. The waiter will still find completions by polling.
+	}
+}
+
+func (ch *compChannel) GetEvent(ctx context.Context) (any, error) {
+	select {
+	case q := <-ch.events:
+		return q.owner, nil
+	default:
+	}
+	ch.ctx.run.Blocking() // send the ACKs CQ.Poll left pending, wake the receive goroutine
+	select {
+	case q := <-ch.events:
+		return q.owner, nil
+	case <-ch.done:
+		return nil, provider.Errorf(provider.ErrClosed, "completion channel destroyed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (ch *compChannel) Destroy() error {
+	ch.once.Do(func() { close(ch.done) })
+	return nil
+}
+
+// srq is a shared receive queue.
+type srq struct {
+	ctx   *Context
+	e     *engine.SRQ
+	sge   uint32
+	owner any
+}
+
+func (p *pd) CreateSRQ(attr provider.SRQAttr, owner any) (provider.SRQ, error) {
+	sge := max(attr.MaxSGE, 1)
+	e, err := p.ctx.host().CreateSRQ(p.handle, int(attr.MaxWR), int(sge))
+	if err != nil {
+		return nil, provider.Errorf(provider.ErrNoMemory, "create SRQ: %v", err)
+	}
+	s := &srq{ctx: p.ctx, e: e, sge: sge, owner: owner}
+	e.Owner = s
+	if attr.SRQLimit > 0 {
+		e.SetLimit(int(attr.SRQLimit))
+	}
+	return s, nil
+}
+
+func (s *srq) PostRecv(wrs []provider.RecvWR) (int, error) {
+	for i := range wrs {
+		if err := s.e.PostRecv(&engine.RecvWR{ID: wrs[i].ID, SGL: engineSGL(wrs[i].SGL)}); err != nil {
+			return i, postErr(err)
+		}
+	}
+	return len(wrs), nil
+}
+
+func (s *srq) Modify(attr provider.SRQAttr, mask provider.SRQAttrMask) error {
+	if mask&provider.SRQMaxWR != 0 {
+		if attr.MaxWR == 0 || attr.MaxWR > maxSRQWR || int(attr.MaxWR) < s.e.Cap() {
+			return provider.Errorf(provider.ErrInvalidArgument, "SRQ max_wr %d: must be %d..%d", attr.MaxWR, s.e.Cap(), maxSRQWR)
+		}
+		if err := s.e.Resize(int(attr.MaxWR)); err != nil {
+			return provider.Errorf(provider.ErrInvalidArgument, "%v", err)
+		}
+	}
+	if mask&provider.SRQLimit != 0 {
+		if err := s.e.SetLimit(int(attr.SRQLimit)); err != nil {
+			return provider.Errorf(provider.ErrInvalidArgument, "SRQ limit %d above max_wr %d", attr.SRQLimit, s.e.Cap())
+		}
+	}
+	return nil
+}
+
+func (s *srq) Query() (provider.SRQAttr, error) {
+	return provider.SRQAttr{MaxWR: uint32(s.e.Cap()), MaxSGE: s.sge, SRQLimit: uint32(s.e.Limit())}, nil
+}
+
+func (s *srq) Len() int { return s.e.Len() }
+
+func (s *srq) Destroy() error { return nil }
+
+// qp is a queue pair of the engine, with the timer that drives its
+// deadlines.
+type qp struct {
+	ctx   *Context
+	typ   provider.QPType
+	eqp   *engine.QP
+	timer *softdev.QPTimer
+	owner any
+}
+
+func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error) {
+	c := p.ctx
+	scq, ok1 := init.SendCQ.(*cq)
+	rcq, ok2 := init.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq.ctx != c || rcq.ctx != c {
+		return nil, provider.Errorf(provider.ErrInvalidArgument, "CQ belongs to another context")
+	}
+	var esrq *engine.SRQ
+	if init.SRQ != nil {
+		s, ok := init.SRQ.(*srq)
+		if !ok || s.ctx != c {
+			return nil, provider.Errorf(provider.ErrInvalidArgument, "SRQ belongs to another context")
+		}
+		esrq = s.e
+	}
+	q := &qp{ctx: c, typ: init.Type, owner: owner}
+	t := softdev.NewQPTimer()
+	cp := &init.Cap
+	eqp, err := c.host().CreateQP(engine.QPConfig{
+		Type: engine.QPType(init.Type), PD: p.handle, SendCQ: scq, RecvCQ: rcq,
+		MaxSendWR: int(cp.MaxSendWR), MaxRecvWR: int(cp.MaxRecvWR),
+		MaxSendSGE: int(cp.MaxSendSGE), MaxRecvSGE: int(cp.MaxRecvSGE), MaxInline: int(cp.MaxInlineData),
+		SigAll: init.SigAll, OnDeadline: t.Arm, SRQ: esrq, Owner: q,
+	})
+	if err != nil {
+		return nil, provider.Errorf(provider.ErrNoMemory, "create QP: %v", err)
+	}
+	t.Bind(eqp)
+	q.eqp, q.timer = eqp, t
+	return q, nil
+}
+
+func (q *qp) QPN() uint32                 { return q.eqp.QPN() }
+func (q *qp) State() provider.QPState     { return provider.QPState(q.eqp.State()) }
+func (q *qp) Counters() provider.Counters { return provider.Counters(q.eqp.Counters()) }
+
+func (q *qp) Modify(attr *provider.QPAttr, mask provider.QPAttrMask) error {
+	var (
+		ea engine.Attr
+		em uint32
+	)
+	if mask&provider.QPAttrAV != 0 {
+		fail := func(format string, args ...any) error {
+			cur := q.State()
+			next := cur
+			if mask&provider.QPAttrState != 0 {
+				next = attr.State
+			}
+			return provider.Errorf(provider.ErrInvalidArgument, "modify %s QP %s→%s: AV: %s",
+				q.typ, cur, next, fmt.Sprintf(format, args...))
+		}
+		if attr.AH.PortNum > 1 {
+			return fail("port %d is not the QP's port 1", attr.AH.PortNum)
+		}
+		src, why := q.ctx.sourceGIDAddr(attr.AH.GRH.SGIDIndex)
+		if why != "" {
+			return fail("%s", why)
+		}
+		dst := attr.AH.GRH.DGID.IP()
+		if dst.Is4() != src.Is4() {
+			return fail("destination GID %s and source %s are of different IP families", attr.AH.GRH.DGID, provider.GIDFromIP(src))
+		}
+		ea.Remote, ea.FlowLabel = dst, attr.AH.GRH.FlowLabel
+		em |= engine.AttrAV
+	}
+	if mask&provider.QPAttrPathMTU != 0 {
+		ea.PathMTU = attr.PathMTU.Bytes()
+		em |= engine.AttrPathMTU
+	}
+	set := func(bit provider.QPAttrMask, ebit uint32) bool {
+		if mask&bit != 0 {
+			em |= ebit
+			return true
+		}
+		return false
+	}
+	if set(provider.QPAttrAccessFlags, engine.AttrAccessFlags) {
+		ea.AccessFlags = uint32(attr.AccessFlags)
+	}
+	if set(provider.QPAttrQKey, engine.AttrQKey) {
+		ea.QKey = attr.QKey
+	}
+	if set(provider.QPAttrTimeout, engine.AttrTimeout) {
+		ea.Timeout = attr.Timeout
+	}
+	if set(provider.QPAttrRetryCnt, engine.AttrRetryCnt) {
+		ea.RetryCnt = attr.RetryCnt
+	}
+	if set(provider.QPAttrRNRRetry, engine.AttrRNRRetry) {
+		ea.RNRRetry = attr.RNRRetry
+	}
+	if set(provider.QPAttrRQPSN, engine.AttrRQPSN) {
+		ea.RQPSN = attr.RQPSN
+	}
+	if set(provider.QPAttrSQPSN, engine.AttrSQPSN) {
+		ea.SQPSN = attr.SQPSN
+	}
+	if set(provider.QPAttrMaxQPRDAtomic, engine.AttrMaxQPRDAtomic) {
+		ea.MaxRDAtomic = attr.MaxRDAtomic
+	}
+	if set(provider.QPAttrMaxDestRDAtomic, engine.AttrMaxDestRDAtomic) {
+		ea.MaxDestRDAtomic = attr.MaxDestRDAtomic
+	}
+	if set(provider.QPAttrMinRNRTimer, engine.AttrMinRNRTimer) {
+		ea.MinRNRTimer = attr.MinRNRTimer
+	}
+	if set(provider.QPAttrDestQPN, engine.AttrDestQPN) {
+		ea.DestQPN = attr.DestQPN
+	}
+	if mask&provider.QPAttrState != 0 {
+		ea.State = engine.QPState(attr.State)
+		em |= engine.AttrState
+	}
+	q.eqp.Modify(time.Now(), &ea, em)
+	return nil
+}
+
+func (q *qp) Query() (provider.QPAttr, error) {
+	live := q.eqp.Attr()
+	return provider.QPAttr{State: provider.QPState(live.State), RQPSN: live.RQPSN, SQPSN: live.SQPSN}, nil
+}
+
+// postChunk is the most work requests PostSend hands the engine at once.
+const postChunk = 32
+
+// PostSend converts wrs to the engine's work requests in a stack buffer
+// and posts them postChunk at a time: nothing here keeps a pointer to the
+// caller's SGLs, so a PostSend with an SGL literal does not allocate.
+func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
+	var buf [postChunk]engine.SendWR
+	var avs [postChunk]engine.AV // UD address vectors, copied too
+	var binds [postChunk]engine.Bind
+	done := 0
+	for done < len(wrs) {
+		chunk := wrs[done:min(done+postChunk, len(wrs))]
+		for n := range chunk {
+			wr := &chunk[n]
+			imm := wr.ImmData
+			if wr.Opcode == provider.WRSendWithInv || wr.Opcode == provider.WRLocalInv {
+				imm = wr.InvalidateRKey
+			}
+			buf[n] = engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
+				SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
+				CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+			if wr.AH != nil {
+				// The engine copies the AV and the bind at post time.
+				avs[n] = wr.AH.ProviderAH().(*ah).av
+				buf[n].AV, buf[n].RemoteQPN, buf[n].RemoteQKey = &avs[n], wr.RemoteQPN, wr.RemoteQKey
+			}
+			if wr.Opcode == provider.WRBindMW {
+				b := &binds[n]
+				*b = engine.Bind{MW: wr.BindMW.ProviderMW().(*mw).e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
+					Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
+				if wr.BindInfo.MR != nil {
+					b.MR = wr.BindInfo.MR.ProviderMR().(*mr).e
+				}
+				buf[n].Bind = b
+			}
+		}
+		s := buf[:len(chunk)]
+		n, err := q.eqp.PostSendList(time.Now(), s)
+		clear(s)
+		if err != nil {
+			return done + n, postErr(err)
+		}
+		done += len(chunk)
+	}
+	return done, nil
+}
+
+func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
+	now := time.Now()
+	for i := range wrs {
+		if err := q.eqp.PostRecv(now, &engine.RecvWR{ID: wrs[i].ID, SGL: engineSGL(wrs[i].SGL)}); err != nil {
+			return i, postErr(err)
+		}
+	}
+	return len(wrs), nil
+}
+
+func (q *qp) Destroy() error {
+	q.timer.Stop()
+	q.ctx.host().DestroyQP(q.eqp)
+	return nil
+}
+
+func postErr(err error) error {
+	switch {
+	case errors.Is(err, engine.ErrQueueFull):
+		return provider.Errorf(provider.ErrNoMemory, "%v", err)
+	default:
+		return provider.Errorf(provider.ErrInvalidArgument, "%v", err)
+	}
+}
+
+func engineSGL(s []provider.SGE) []engine.SGE {
+	// provider.SGE and engine.SGE have the same fields in the same order.
+	return unsafe.Slice((*engine.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}

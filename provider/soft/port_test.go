@@ -1,0 +1,49 @@
+package soft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rdma-go/rdma-go/provider"
+)
+
+// TestPortDownEvent: when a running device's link fails, every open
+// context gets a PORT_ERR event and the port reports DOWN.
+func TestPortDownEvent(t *testing.T) {
+	dev, err := AddLoopbackDevice("porttest0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := make(chan provider.AsyncEvent, 4)
+	var ctxs []provider.Context
+	for range 2 {
+		c, err := dev.Open(func(ev provider.AsyncEvent) { evs <- ev })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctxs = append(ctxs, c)
+	}
+	if pa, _ := ctxs[0].QueryPort(1); pa.State != provider.PortActive {
+		t.Fatalf("port state %s before the failure", pa.State)
+	}
+	dev.portDown() // what the runtime calls when its link fails
+	for range ctxs {
+		select {
+		case ev := <-evs:
+			if ev.Type != provider.EventPortErr || ev.Port != 1 || ev.Owner != nil {
+				t.Fatalf("event %+v; want PORT_ERR on port 1", ev)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no PORT_ERR event")
+		}
+	}
+	for _, c := range ctxs {
+		if pa, _ := c.QueryPort(1); pa.State != provider.PortDown {
+			t.Fatalf("port state %s after the failure, want DOWN", pa.State)
+		}
+		if pc, _ := c.QueryPortCounters(1); pc.LinkDowned != 1 {
+			t.Fatalf("LinkDowned = %d, want 1", pc.LinkDowned)
+		}
+	}
+}
