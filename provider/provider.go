@@ -22,8 +22,10 @@
 //   - Errors wrap one of the sentinels below (use Errorf).
 //   - Objects that events or completion channels name are created with an
 //     owner value (verbs' own object), which the provider hands back.
-//   - PostSend, PostRecv and CQ.Poll do not allocate and do not keep the
-//     caller's slices after they return.
+//   - PostSend, PostRecv and CQ.Poll do not allocate, and never keep the
+//     slices they are given, or anything those point to, after they
+//     return: verbs hides these slices from escape analysis so that a
+//     caller's work requests, SGLs and completions can stay on its stack.
 package provider
 
 import (

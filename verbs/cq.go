@@ -54,7 +54,7 @@ func (cq *CQ) Cap() int { return cq.p.Cap() }
 // socket holds, on the calling goroutine, as a NIC driver's poll routine
 // would: a busy poller then sees a completion without waiting for the
 // device's receive goroutine to be woken.
-func (cq *CQ) Poll(wc []WC) (int, error) { return cq.p.Poll(wc) }
+func (cq *CQ) Poll(wc []WC) (int, error) { return cq.p.Poll(noescape(wc)) }
 
 // Resize changes the CQ's capacity to at least cqe (ibv_resize_cq),
 // keeping the completions queued; it fails if they would not fit.

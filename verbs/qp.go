@@ -250,7 +250,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		}
 	}
 	if bad > 0 {
-		if n, err := qp.p.PostSend(wrs[:bad]); err != nil {
+		if n, err := qp.p.PostSend(noescape(wrs[:bad])); err != nil {
 			return &PostError{Index: n, Err: err}
 		}
 	}
@@ -343,7 +343,7 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 		}
 	}
 	if bad > 0 {
-		if n, err := qp.p.PostRecv(wrs[:bad]); err != nil {
+		if n, err := qp.p.PostRecv(noescape(wrs[:bad])); err != nil {
 			return &PostError{Index: n, Err: err}
 		}
 	}

@@ -58,7 +58,7 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 		}
 	}
 	if bad > 0 {
-		if n, err := s.p.PostRecv(wrs[:bad]); err != nil {
+		if n, err := s.p.PostRecv(noescape(wrs[:bad])); err != nil {
 			return &PostError{Index: n, Err: err}
 		}
 	}
