@@ -44,6 +44,7 @@ func TestImportArrowsPointDown(t *testing.T) {
 	}{
 		{"provider", []string{""}}, // nothing of the module at all
 		{"provider/soft/...", []string{"verbs", "rdmacm", "rdmanet", "internal", "cmd"}},
+		{"provider/kernel/...", []string{"verbs", "rdmacm", "rdmanet", "internal", "cmd", "engine", "link", "provider/soft"}},
 		{"engine/...", []string{"provider", "verbs", "rdmacm", "rdmanet", "ibcm", "mad", "internal"}},
 		{"wire/...", []string{"provider", "verbs", "rdmacm", "rdmanet", "engine", "link", "internal"}},
 		{"link/...", []string{"provider", "verbs", "rdmacm", "rdmanet", "engine", "internal"}},
@@ -73,7 +74,7 @@ func TestImportArrowsPointDown(t *testing.T) {
 		pkg     string
 		allowed []string
 	}{
-		{"verbs", []string{"provider", "provider/soft"}},
+		{"verbs", []string{"provider", "provider/soft", "provider/kernel"}},
 		{"rdmacm", []string{"verbs", "provider", "ibcm", "mad", "wire"}},
 		{"rdmanet", []string{"verbs", "rdmacm", "provider"}},
 	} {
