@@ -93,6 +93,14 @@ func call(fn uintptr, args ...uintptr) uintptr {
 	return r
 }
 
+// callArgs calls fn with args, a slice the caller keeps (in a heap
+// object): SyscallN's arguments escape (go:uintptrescapes), so a fresh
+// variadic slice would be allocated on every call.
+func callArgs(fn uintptr, args []uintptr) uintptr {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return r
+}
+
 // callErrno calls fn and returns its result and the errno it left. Only
 // for functions that report failure through errno (NULL returns); the
 // thread is locked so that errno is read on the thread fn ran on.

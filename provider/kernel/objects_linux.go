@@ -174,7 +174,8 @@ type cq struct {
 	overflow atomic.Bool
 
 	mu        sync.Mutex
-	wcs       scratch // [cqBatch]cWC
+	args      [3]uintptr // poll_cq's arguments: an existing slice passed to SyscallN is not allocated again
+	wcs       scratch    // [cqBatch]cWC
 	pending   []provider.WC
 	destroyed bool
 }
@@ -228,7 +229,8 @@ func (q *cq) Poll(wc []provider.WC) (int, error) {
 	cw := (*[cqBatch]cWC)(unsafe.Pointer(&q.wcs.mem[0]))
 	for got < len(wc) {
 		k := min(len(wc)-got, cqBatch)
-		r := int32(call(q.c.pollCQ, q.cq, uintptr(k), q.wcs.addr(0)))
+		q.args = [3]uintptr{q.cq, uintptr(k), q.wcs.addr(0)}
+		r := int32(callArgs(q.c.pollCQ, q.args[:]))
 		if r < 0 {
 			return got, provider.Errorf(provider.ErrNoDevice, "ibv_poll_cq: %d", r)
 		}
@@ -453,6 +455,7 @@ const postBatch = 16
 // recvScratch builds chains of struct ibv_recv_wr off the Go heap.
 type recvScratch struct {
 	mu     sync.Mutex
+	args   [3]uintptr
 	mem    scratch // bad pointer, [batch]cRecvWR, [batch*sge]cSGE
 	batch  int
 	sge    int
@@ -489,7 +492,8 @@ func (r *recvScratch) post(fn, obj uintptr, wrs []provider.RecvWR) (int, error) 
 				cw.Next = wrBase + uintptr(i+1)*unsafe.Sizeof(cRecvWR{})
 			}
 		}
-		if rc := call(fn, obj, wrBase, r.mem.addr(0)); rc != 0 {
+		r.args = [3]uintptr{obj, wrBase, r.mem.addr(0)}
+		if rc := callArgs(fn, r.args[:]); rc != 0 {
 			bad := *(*uintptr)(unsafe.Pointer(&r.mem.mem[0]))
 			return done + int((bad-wrBase)/unsafe.Sizeof(cRecvWR{})), rcErr(rc, "ibv_post_recv")
 		}
@@ -507,6 +511,7 @@ type qp struct {
 	rs recvScratch
 
 	smu     sync.Mutex
+	sargs   [3]uintptr
 	smem    scratch // bad pointer, [batch]cSendWR, [batch*sge]cSGE
 	sbatch  int
 	ssge    int
@@ -536,15 +541,7 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 		ia.Cap.MaxRecvWR, ia.Cap.MaxRecvSGE = 0, 0
 	}
 	q := &qp{p: p}
-	if err := q.rs.init(int(init.Cap.MaxRecvWR), int(init.Cap.MaxRecvSGE)); err != nil {
-		return nil, err
-	}
-	q.sbatch, q.ssge = min(int(init.Cap.MaxSendWR), postBatch), int(init.Cap.MaxSendSGE)
-	q.swrOff = 8
-	q.ssgeOff = q.swrOff + q.sbatch*int(unsafe.Sizeof(cSendWR{}))
-	var err error
-	if q.smem, err = newScratch(q.ssgeOff + q.sbatch*q.ssge*int(unsafe.Sizeof(cSGE{}))); err != nil {
-		q.rs.mem.free()
+	if err := q.initScratch(init.Cap); err != nil {
 		return nil, err
 	}
 	r, errno := p.c.lib.callErrno(p.c.lib.createQP, p.pd, uintptr(unsafe.Pointer(ia)))
@@ -556,6 +553,23 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 	q.qp, q.qpn = r, *(*uint32)(cptr(r + qpQPNum))
 	p.c.setOwner(r, owner)
 	return q, nil
+}
+
+// initScratch allocates the off-heap memory PostSend and PostRecv build
+// work requests in.
+func (q *qp) initScratch(c provider.QPCap) error {
+	if err := q.rs.init(int(c.MaxRecvWR), int(max(c.MaxRecvSGE, 1))); err != nil {
+		return err
+	}
+	q.sbatch, q.ssge = min(max(int(c.MaxSendWR), 1), postBatch), max(int(c.MaxSendSGE), 1)
+	q.swrOff = 8
+	q.ssgeOff = q.swrOff + q.sbatch*int(unsafe.Sizeof(cSendWR{}))
+	var err error
+	if q.smem, err = newScratch(q.ssgeOff + q.sbatch*q.ssge*int(unsafe.Sizeof(cSGE{}))); err != nil {
+		q.rs.mem.free()
+		return err
+	}
+	return nil
 }
 
 func (q *qp) QPN() uint32 { return q.qpn }
@@ -665,7 +679,8 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 				cw.RKey, cw.Word52 = w.RemoteQPN, w.RemoteQKey
 			}
 		}
-		if rc := call(q.p.c.postSend, q.qp, wrBase, q.smem.addr(0)); rc != 0 {
+		q.sargs = [3]uintptr{q.qp, wrBase, q.smem.addr(0)}
+		if rc := callArgs(q.p.c.postSend, q.sargs[:]); rc != 0 {
 			bad := *(*uintptr)(unsafe.Pointer(&q.smem.mem[0]))
 			return done + int((bad-wrBase)/unsafe.Sizeof(cSendWR{})), rcErr(rc, "ibv_post_send")
 		}
