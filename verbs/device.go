@@ -77,7 +77,8 @@ func (d *Device) Addr() netip.Addr { return d.p.Addr() }
 // Devices returns the devices this process can open (ibv_get_device_list):
 // the soft devices — the loopback device (unless RDMA_GO_LOOPBACK=off), the
 // devices of the config file and of RDMA_GO_DEVICES, and those added with
-// AddDevice.
+// AddDevice; then the kernel's RDMA devices (package provider/kernel),
+// when libibverbs.so.1 is installed.
 func Devices() ([]*Device, error) {
 	var out []*Device
 	for _, p := range providers {
