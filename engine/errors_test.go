@@ -402,15 +402,14 @@ func TestRemoteAccessErrors(t *testing.T) {
 
 // 2. Peer gone: every ACK lost. With retry_cnt N the WQE fails with
 // RETRY_EXC_ERR after exactly N retransmissions, (N+1) local ACK timeouts
-// after it was sent. 7 is seven retries, as IBTA and hardware have it, not
-// rxe's infinity (only rnr_retry 7 is infinite).
+// after it was sent; 7 retries forever.
 func TestRetryExceeded(t *testing.T) {
 	const timeout = 14
 	T := wire.AckTimeout(timeout)
 	if T != 4096*(1<<timeout)*time.Nanosecond {
 		t.Fatalf("AckTimeout(%d) = %v", timeout, T)
 	}
-	for _, retry := range []uint8{0, 1, 3, 6, 7} {
+	for _, retry := range []uint8{0, 1, 3, 6} {
 		t.Run(fmt.Sprintf("retry_cnt=%d", retry), func(t *testing.T) {
 			p := newPair(t, allRemote)
 			p.a.Modify(p.now, &Attr{RetryCnt: retry}, AttrRetryCnt)
@@ -448,6 +447,29 @@ func TestRetryExceeded(t *testing.T) {
 			noDeadline(t, "A", p.a)
 		})
 	}
+	t.Run("retry_cnt=7-is-infinite", func(t *testing.T) {
+		p := newPair(t, allRemote)
+		c := p.capture()
+		c.dropB = dropAll
+		p.recvB(50, p.mrb, 0, 4096)
+		p.postA(SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 100)})
+		const rounds = 20
+		p.run(rounds*T + T/2)
+		if c := p.acq.take(); len(c) != 0 {
+			t.Fatalf("completions %+v", c)
+		}
+		if st := p.a.State(); st != StateRTS {
+			t.Fatalf("state %d", st)
+		}
+		if n := len(c.sent(true)); n != rounds+1 {
+			t.Fatalf("A sent %d packets, want %d", n, rounds+1)
+		}
+		// The peer comes back: the next retransmission completes it.
+		c.dropB = nil
+		p.run(2 * T)
+		checkWCs(t, "A send", p.acq.take(), wc{1, StatusSuccess})
+		checkWCs(t, "B recv", p.brq.take(), wc{50, StatusSuccess})
+	})
 	t.Run("counter-resets-on-progress", func(t *testing.T) {
 		// retry_cnt 1: each of three WQEs loses its first ACK. Every ACK
 		// that makes progress restores the count, so none of them fails.

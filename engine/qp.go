@@ -250,6 +250,11 @@ func (qp *QP) enterError(now time.Time, tx *txBatch) {
 	if qp.st == StateErr {
 		return
 	}
+	// An ACK the responder still owes goes out first: the application may
+	// have polled the receive it acknowledges and then moved the QP to
+	// ERR (a disconnect), and without the ACK the peer retransmits its
+	// last message until its retries run out.
+	qp.flushDeferredAck(tx)
 	qp.st = StateErr
 	qp.req.stopTimers()
 	qp.flushSQ()

@@ -16,11 +16,14 @@ const maxUnackedPSNs = 128
 // packets without one (rxe: "counter++ > 64").
 const maxPktsPerAck = 64
 
-// infiniteRNRRetry is the rnr_retry value that never runs out. retry_cnt
-// has no such value: 7 is seven retries, as IBTA and hardware have it
-// (rxe never uses up a retry_cnt of 7, so a QP whose peer died retries
-// for ever and its application hangs; docs/spec/roce-wire.md §10).
-const infiniteRNRRetry = 7
+// infiniteRetry is the retry_cnt / rnr_retry value that never runs out.
+// For rnr_retry that is IBTA's rule; for retry_cnt it is rxe's (IBTA and
+// hardware make 7 seven retries, docs/spec/roce-wire.md §10). A soft
+// device keeps rxe's: its ACKs wait for a process to be scheduled, and on a
+// loaded machine seven 67 ms timeouts (the tools' default) can pass with a
+// live peer's ACK still queued. A QP whose peer died then retries for
+// ever; set retry_cnt below 7 to get RETRY_EXC_ERR.
+const infiniteRetry = 7
 
 // Errors returned by PostSend and PostRecv.
 var (
@@ -520,7 +523,7 @@ func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8
 		qp.fatal(now, tx)
 		return false
 	}
-	if *left != infiniteRNRRetry || status == StatusRetryExcErr {
+	if *left != infiniteRetry {
 		*left--
 	}
 	return true

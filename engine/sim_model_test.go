@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 	"unsafe"
-
-	"github.com/rdma-go/rdma-go/wire"
 )
 
 const (
@@ -339,8 +337,7 @@ func (s *sim) tick() {
 
 // partitions heals cuts that are due and, while faults are on, now and then
 // cuts the path between two hosts for a while (up to a few retransmission
-// timeouts, never all of a QP's retries), dropping everything between
-// them, in flight included.
+// timeouts), dropping everything between them, in flight included.
 func (s *sim) partitions() {
 	for i := 0; i < len(s.cuts); {
 		c := s.cuts[i]
@@ -357,12 +354,7 @@ func (s *sim) partitions() {
 	a := s.rng.IntN(len(s.hosts))
 	b := (a + 1 + s.rng.IntN(len(s.hosts)-1)) % len(s.hosts)
 	s.net.Partition(s.hosts[a].addr, s.hosts[b].addr, true)
-	// A cut lasts at most half a QP's retry budget (retry_cnt+1 of the
-	// shortest local ACK timeouts): retry_cnt is finite, and the jitter
-	// and losses around a cut use up timeouts too. A longer cut is a dead
-	// peer, which TestRetryExceeded covers.
-	budget := time.Duration(s.cfg.retryCnt+1) * wire.AckTimeout(s.cfg.minTimeout) / 2
-	s.cuts = append(s.cuts, simCut{a: a, b: b, until: s.now.Add(budget/4 + time.Duration(s.rng.Int64N(int64(budget*3/4))))})
+	s.cuts = append(s.cuts, simCut{a: a, b: b, until: s.now.Add(time.Duration(300+s.rng.IntN(4000)) * time.Microsecond)})
 	s.nextCut = s.now.Add(time.Duration(5+s.rng.IntN(40)) * time.Millisecond)
 	s.res.partitions++
 }

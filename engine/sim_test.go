@@ -62,7 +62,7 @@ type simConfig struct {
 	maxVirtual time.Duration
 	faults     memlink.Faults
 	partitions bool  // cut host pairs now and then
-	retryCnt   uint8 // every QP's retry_cnt
+	retryCnt   uint8 // every QP's retry_cnt (7: infinite)
 	minTimeout uint8 // the local ACK timeout is drawn from minTimeout..12
 	ops        []simOpWeight
 	readBurst  int // HostConfig.ReadBurst (0: the default)

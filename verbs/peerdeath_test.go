@@ -21,14 +21,14 @@ import (
 
 const deathEnv = "RDMA_GO_VERBS_TEST_DEATH"
 
-// deathConfig: 64 KiB chunks with many outstanding WRITEs, and perftest's
-// transport timers: timeout 14 (4.096 µs × 2^14 ≈ 67 ms) and retry_cnt 7.
-// Shorter timers fail a live peer that a loaded machine leaves unscheduled
-// for a few tens of milliseconds.
+// deathConfig: 64 KiB chunks with many outstanding WRITEs; timeout 16
+// (4.096 µs × 2^16 ≈ 268 ms) and retry_cnt 6 (7 retries for ever, as on
+// rxe). Shorter timers fail a live peer that a loaded machine leaves
+// unscheduled for a few hundred milliseconds.
 func deathConfig() pairConfig {
 	cfg := defaultPairConfig()
 	cfg.BufSize = 1 << 20
-	cfg.Timeout, cfg.RetryCnt = 14, 7
+	cfg.Timeout, cfg.RetryCnt = 16, 6
 	return cfg
 }
 
@@ -134,7 +134,7 @@ func TestRCPeerKilledMidTransfer(t *testing.T) {
 	}
 
 	// Stream: keep `window` WRITEs outstanding; after `before` have
-	// completed, kill the child and post no more.
+	// completed, kill the child and post one window more.
 	const chunk, window, before = 64 << 10, 16, 64
 	slots := cfg.BufSize / chunk
 	write := func(id uint64) verbs.SendWR {
@@ -163,6 +163,12 @@ func TestRCPeerKilledMidTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
+	// What was outstanding may all have been acknowledged before the
+	// child died; these cannot be.
+	for range window {
+		e.post(t, write(posted))
+		posted++
+	}
 
 	// Every outstanding WR completes, in order: successes (acknowledged
 	// before the kill), then one RETRY_EXC_ERR, then flushes.
