@@ -366,20 +366,26 @@ func TestRCPostList(t *testing.T) {
 	}
 
 	// A list longer than the send queue: the WRs that fit are posted, and
-	// the PostError names the first one that did not (ENOMEM).
+	// the PostError names the first one that did not (ENOMEM). They are
+	// SENDs to a peer with no receive posted, so none completes (RNR
+	// NAKs, retried for ever) and frees its slot while the list is posted.
 	wrs = wrs[:0]
 	for i := range 130 {
-		wrs = append(wrs, verbs.SendWR{ID: uint64(1000 + i), Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
-			SGL: []verbs.SGE{a.mr.SGE(0, 8)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()})
+		wrs = append(wrs, verbs.SendWR{ID: uint64(1000 + i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{a.mr.SGE(0, 8)}})
 	}
 	err := a.qp.PostSend(wrs...)
 	var pe *verbs.PostError
 	if !errors.As(err, &pe) || pe.Index != 128 || !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("posting 130 WRs on a 128-deep send queue: %v, want *PostError at index 128 wrapping ENOMEM", err)
 	}
-	for i, wc := range a.sendWCs(t, 128) {
-		checkWC(t, wc, uint64(1000+i), verbs.WCSuccess, verbs.WCRDMAWrite)
+	for i := range 128 {
+		b.postRecv(t, uint64(2000+i), 0, 8)
 	}
+	for i, wc := range a.sendWCs(t, 128) {
+		checkWC(t, wc, uint64(1000+i), verbs.WCSuccess, verbs.WCSend)
+	}
+	b.recvWCs(t, 128)
 	expectNoWC(t, a.scq, 20*time.Millisecond)
 }
 
