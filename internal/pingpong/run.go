@@ -380,7 +380,16 @@ func (s *state) dataPhase(ctx context.Context) error {
 	start := time.Now()
 	rcnt, scnt := 0, 0
 	events, spins := 0, 0
-	var wc [2]verbs.WC
+	// Poll as many completions at once as the C tools do: rc/uc/ud_pingpong
+	// two, srq_pingpong num_qp + rx_depth. With -e this matters: a CQ event
+	// comes only for a completion added after the CQ was armed, so
+	// completions left in the CQ after a short poll get no event of their
+	// own, and with 16 QPs on one CQ both sides then wait for ever.
+	nwc := 2
+	if cfg.Kind == SRQ {
+		nwc = len(s.qps) + cfg.RxDepth
+	}
+	wc := make([]verbs.WC, nwc)
 	for rcnt < cfg.Iters || scnt < cfg.Iters {
 		if cfg.Events {
 			cq, err := s.ch.GetEvent(ctx)
@@ -395,7 +404,7 @@ func (s *state) dataPhase(ctx context.Context) error {
 				return fmt.Errorf("Couldn't request CQ notification")
 			}
 		}
-		n, err := s.cq.Poll(wc[:])
+		n, err := s.cq.Poll(wc)
 		if err != nil {
 			return fmt.Errorf("poll CQ failed %d", n)
 		}
