@@ -165,6 +165,9 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 		r.retry(qp)
 		r.retransAt = time.Time{}
 		r.rnrAt = now.Add(wire.RNRDelay(s.Value()))
+		// The responder answers at the oldest PSN: it is not behind,
+		// so after the RNR wait everything goes again, not a probe.
+		r.probing = false
 	case wire.KindNAK:
 		if s.Value() == wire.NAKPSNSequence {
 			qp.count(&qp.host.stats.SeqNAKsReceived)

@@ -59,7 +59,20 @@ type requester struct {
 	// burst of reordered packets made a stream of NAKs that each used up
 	// a retry, and a QP with a finite retry_cnt failed with RETRY_EXC_ERR
 	// within microseconds, with no timeout ever expiring.
-	retrying  bool
+	retrying bool
+	// probing is set by a retransmission timeout until an
+	// acknowledgement makes progress: only the oldest unacknowledged
+	// packet goes out again, asking for an ACK, instead of everything
+	// from it on. A timeout says nothing about what the responder lacks;
+	// when it is only slow (a queue in front of it), resending whole
+	// messages every timeout fills that queue with copies, and every ACK
+	// and request behind them comes later still (with Linux rxe in an
+	// emulated guest, 64-packet SENDs: rxe's own timers then fire, and
+	// an ACK that reaches rxe in the middle of its retry leaves its WQE
+	// neither complete nor resent, a hang). The ACK for the probe tells
+	// the requester where to go on from. A NAK, which does say what is
+	// missing, and an RNR wait still go back the whole way at once.
+	probing   bool
 	retransAt time.Time
 	rnrAt     time.Time
 }
@@ -295,7 +308,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			}
 			continue
 		}
-		if qp.cfg.Type == QPTypeRC && r.psn.Diff(r.compPSN) >= maxUnackedPSNs {
+		if qp.cfg.Type == QPTypeRC && (r.psn.Diff(r.compPSN) >= maxUnackedPSNs || r.probing && r.psn != r.compPSN) {
 			return
 		}
 		if !w.started {
@@ -389,7 +402,7 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 	}
 	copyFrom(b[h:h+n], w.segs, off)
 	r.sinceAckReq++
-	ackReq := last || r.sinceAckReq > maxPktsPerAck
+	ackReq := last || r.sinceAckReq > maxPktsPerAck || r.probing
 	if ackReq {
 		r.sinceAckReq = 0
 	}
@@ -500,6 +513,7 @@ func (r *requester) onTimer(qp *QP, now time.Time, tx *txBatch) {
 		qp.count(&qp.host.stats.Retries)
 		r.retry(qp)
 		r.retrying = true
+		r.probing = true
 		r.progress(qp, now, tx)
 		if r.retransAt.IsZero() && r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
 			r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
@@ -535,6 +549,14 @@ func (r *requester) madeProgress(qp *QP, now time.Time) {
 	r.retryLeft = qp.attr.RetryCnt
 	r.rnrLeft = qp.attr.RNRRetry
 	r.retrying = false
+	r.probing = false
+	if r.compPSN.After(r.psn) {
+		// The responder had more than the probe: go on after what it
+		// acknowledged, in the oldest WQE not yet complete.
+		r.psn = r.compPSN
+		r.next = qp.sq.head
+		r.sinceAckReq = 0
+	}
 	if r.outstanding(&qp.sq) && qp.attr.Timeout != 0 {
 		r.retransAt = now.Add(wire.AckTimeout(qp.attr.Timeout))
 	} else {
