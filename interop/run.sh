@@ -21,7 +21,9 @@
 # ibv_devinfo and ibv_devinfo -v of both stacks must list the same field
 # names in the same order. Then the RDMA CM tools (rping, ucmatose, udaddy,
 # rdma_server/rdma_client) both ways, and connections to a port nobody
-# listens on, which both stacks must report alike. Prints a summary table;
+# listens on, which both stacks must report alike. Then the kernel provider
+# (ids kp-...): our tools inside the VM on its kernel rxe0 against rdma-core's
+# and perftest's there (see the section). Prints a summary table;
 # exit status 1 if any check failed.
 #
 # Needs root (network namespace, tap, qemu). Where the lab cannot be set up
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
 		ITERS=$2
 		shift
 		;;
-	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,32p' "$0"; exit 0 ;;
 	*) echo "interop: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -97,6 +99,7 @@ on_exit() {
 	local rc=$?
 	cleanup
 	rm -rf "$BIN"
+	if [ -n "${KP_SHARE:-}" ]; then rm -rf "$KP_SHARE"; fi
 	if [ -n "${ADDED_IP:-}" ]; then ip -n "$RXE_NETNS" addr del "$ADDED_IP/$RXE_PREFIX" dev "$RXE_TAP" 2>/dev/null || true; fi
 	if [ $DOWN = 1 ]; then "$LAB/vm-down.sh" 7>&- || rc=1; fi
 	exit $rc
@@ -566,6 +569,86 @@ cm_case_nolistener rping "-c -a $V -p $CM_NOPORT -C 1" "-c -a $H -p $CM_NOPORT -
 cm_case_nolistener ucmatose "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 8 "cmatose: event: RDMA_CM_EVENT_REJECTED, error: 8"
 cm_case_nolistener udaddy "-s $V" "-s $H" 1 "udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1"
 cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "rdma_connect: Connection refused"
+
+# ------------------------------------------------------------------ kernel provider on rxe0 in the guest
+# provider/kernel drives a kernel RDMA device through the system's
+# libibverbs.so.1 (loaded at run time): our tools run inside the VM, from the
+# 9p share, on the guest's own rxe0 (kernel rdma_rxe, rdma-core 44), against
+# rdma-core's and perftest's tools there, over rxe0's loopback to
+# 198.51.100.2 (-g 1 / -x 1). ibv_devinfo (plain and -v): our output must
+# equal rdma-core's byte for byte. Pingpongs: both sides exit 0 and print
+# their iters line. ib_write_bw, ib_send_lat: both sides exit 0 and print a
+# result line (perftest's own latency figures can read "inf" under TCG: its
+# CPU clock calibration fails there; that is not checked). Ids: kp-devinfo,
+# kp-devinfo-v, kp-KIND-sSIZE-rdmagoserver|rxeserver, kp-ib_write_bw-...,
+# kp-ib_send_lat-... SKIPped (not counted) when the guest has no rxe0.
+KP_SHARE=$RXE_SHARE_DIR/interop-kp.$$
+KP=/host/interop-kp.$$
+kp_section() {
+	echo
+	if ! "${VMRUN[@]}" -t 30 'test -e /sys/class/infiniband/rxe0' >/dev/null 2>&1 7>&-; then
+		say "SKIP: kernel provider section: the guest has no /sys/class/infiniband/rxe0"
+		return 0
+	fi
+	mkdir -p "$KP_SHARE"
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat} "$KP_SHARE"/
+	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
+	cat >"$KP_SHARE/kp.sh" <<-'EOF'
+		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
+		d=$(dirname "$0") L=/tmp/interop-$id
+		if [ $m = rdmagoserver ]; then srv=$d/$t cli=$t; else srv=$t cli=$d/$t; fi
+		timeout -k 5 90 $srv -d rxe0 -p $p "$@" >$L.srv 2>&1 </dev/null & sp=$!
+		for i in $(seq 300); do ss -Hltn "sport = :$p" | grep -q . && break; kill -0 $sp 2>/dev/null || break; sleep 0.1; done
+		timeout -k 5 90 $cli -d rxe0 -p $p "$@" 198.51.100.2 >$L.cli 2>&1 </dev/null; crc=$?
+		[ $crc = 0 ] || { sleep 3; kill $sp 2>/dev/null; }
+		wait $sp; src=$?
+		if [ $kind = pp ]; then re='^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter'; else re='^ *[0-9]+ +[0-9]+ +[0-9.inf]+ '; fi
+		fig() { grep -Em1 "$re" $1 | sed 's/.*= //' | tr -s ' \t' ' ' | sed 's/^ //'; }
+		if [ $m = rdmagoserver ]; then o=$L.srv r=$L.cli; else o=$L.cli r=$L.srv; fi
+		echo "rdma-go: rc=$( [ $m = rdmagoserver ] && echo $src || echo $crc ), $(fig $o); rxe: rc=$( [ $m = rdmagoserver ] && echo $crc || echo $src ), $(fig $r)"
+		ok=1; [ $src = 0 ] && [ $crc = 0 ] && grep -Eq "$re" $L.srv && grep -Eq "$re" $L.cli && ok=0
+		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o; echo "---- rxe"; tail -n 15 $r; fi
+		rm -f $L.srv $L.cli; exit $ok
+	EOF
+	say "kernel provider (provider/kernel, libibverbs.so.1 at run time) on the guest's rxe0: our tools in the VM against rdma-core's and perftest's there"
+	local id out rc a
+	for a in "" -v; do
+		id=kp-devinfo$a
+		selected "$id" || continue
+		rc=0
+		out=$("${VMRUN[@]}" -t 60 "diff <(ibv_devinfo -d rxe0 $a 2>&1) <($KP/ibv_devinfo -d rxe0 $a 2>&1) && echo \$($KP/ibv_devinfo -d rxe0 $a | wc -l) lines" 2>&1 7>&-) || rc=$?
+		echo "$out" >"$LOGDIR/$id.log"
+		if [ $rc = 0 ]; then record ibv_devinfo "kernel rxe0${a:+ $a}" - PASS "same as rdma-core's, byte for byte ($out)"
+		else record ibv_devinfo "kernel rxe0${a:+ $a}" - FAIL "differs from rdma-core's (< rdma-core, > rdma-go)"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done
+	local kind size sizes m tool args label
+	for kind in rc uc ud srq ib_write_bw ib_send_lat; do
+		case $kind in
+		ud) sizes="1 $((UD_MTU / 2)) $UD_MTU" ;;
+		ib_*) sizes=- ;;
+		*) sizes="1 4096 65536" ;;
+		esac
+		for size in $sizes; do
+			for m in rdmagoserver rxeserver; do
+				if [[ $kind == ib_* ]]; then
+					tool=$kind id=kp-$kind-$m args="pf -x 1"
+				else
+					tool=ibv_${kind}_pingpong id=kp-$kind-s$size-$m args="pp -g 1 -n $ITERS -s $size"
+					[ $kind = srq ] && [ "$size" -gt 4096 ] && args+=" -q $SRQ_BIG_QPS"
+				fi
+				selected "$id" || continue
+				CASE_NO=$((CASE_NO + 1))
+				rc=0
+				timeout 250 "${VMRUN[@]}" -t 220 "bash $KP/kp.sh $id $tool $m $((PORT + CASE_NO)) $args" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+				if [ $m = rdmagoserver ]; then label="kernel: rdma-go srv"; else label="kernel: rxe srv"; fi
+				if [ $rc = 0 ]; then record "$tool" "$label" "$size" PASS "$(head -n1 "$LOGDIR/$id.log")"
+				else record "$tool" "$label" "$size" FAIL "rc=$rc $(head -n1 "$LOGDIR/$id.log")"; show_logs "$id" "$LOGDIR/$id.log"; fi
+			done
+		done
+	done
+}
+kp_section
+rm -rf "$KP_SHARE"
 
 # ------------------------------------------------------------------ summary
 echo
