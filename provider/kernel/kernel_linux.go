@@ -330,10 +330,11 @@ func errnoBase(e syscall.Errno) error {
 // rcErr turns a libibverbs return value that is an errno (0 for success)
 // into an error.
 func rcErr(rc uintptr, what string) error {
-	e := syscall.Errno(int32(rc))
-	if e < 0 {
-		e = -e
+	v := int32(rc) // some calls return -errno
+	if v < 0 {
+		v = -v
 	}
+	e := syscall.Errno(v)
 	if e == 0 {
 		return nil
 	}

@@ -132,15 +132,6 @@ func toCAH(a *provider.AHAttr) cAHAttr {
 	}
 }
 
-func fromCAH(a *cAHAttr) provider.AHAttr {
-	return provider.AHAttr{
-		GRH: provider.GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
-			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
-		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate,
-		IsGlobal: a.IsGlobal != 0, PortNum: a.PortNum,
-	}
-}
-
 func b2u(b bool) uint8 {
 	if b {
 		return 1
@@ -402,7 +393,6 @@ type srq struct {
 	srq   uintptr
 	maxWR uint32
 	rs    recvScratch
-	posts atomic.Int64 // a count only the kernel knows; see Len
 }
 
 func (p *pd) CreateSRQ(attr provider.SRQAttr, owner any) (provider.SRQ, error) {
