@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,6 +255,59 @@ func layouts() []layout {
 	}
 }
 
+// cmLayouts are the facts of <rdma/rdma_cma.h> and <infiniband/sa.h> the
+// kernel CM relies on.
+func cmLayouts() []layout {
+	var (
+		cp cConnParam
+		up cUDParam
+	)
+	return []layout{
+		{"rdma_cm_id", "verbs", cmIDVerbs},
+		{"rdma_cm_id", "route.addr.src_addr", cmIDSrcAddr},
+		{"rdma_cm_id", "route.addr.dst_addr", cmIDDstAddr},
+		{"rdma_cm_id", "route.path_rec", cmIDPathRec},
+		{"rdma_cm_id", "route.num_paths", cmIDNumPaths},
+		{"rdma_cm_id", "port_num", cmIDPortNum},
+		{"rdma_cm_event", "id", cmEvID},
+		{"rdma_cm_event", "listen_id", cmEvListenID},
+		{"rdma_cm_event", "event", cmEvEvent},
+		{"rdma_cm_event", "status", cmEvStatus},
+		{"rdma_cm_event", "param", cmEvParam},
+		{"rdma_conn_param", "", unsafe.Sizeof(cp)},
+		{"rdma_conn_param", "private_data_len", unsafe.Offsetof(cp.PrivateDataLen)},
+		{"rdma_conn_param", "responder_resources", unsafe.Offsetof(cp.RespRes)},
+		{"rdma_conn_param", "initiator_depth", unsafe.Offsetof(cp.InitDepth)},
+		{"rdma_conn_param", "flow_control", unsafe.Offsetof(cp.FlowControl)},
+		{"rdma_conn_param", "retry_count", unsafe.Offsetof(cp.RetryCount)},
+		{"rdma_conn_param", "rnr_retry_count", unsafe.Offsetof(cp.RNRRetryCount)},
+		{"rdma_conn_param", "srq", unsafe.Offsetof(cp.SRQ)},
+		{"rdma_conn_param", "qp_num", unsafe.Offsetof(cp.QPNum)},
+		{"rdma_ud_param", "", unsafe.Sizeof(up)},
+		{"rdma_ud_param", "private_data_len", unsafe.Offsetof(up.PrivateDataLen)},
+		{"rdma_ud_param", "ah_attr", unsafe.Offsetof(up.AHAttr)},
+		{"rdma_ud_param", "qp_num", unsafe.Offsetof(up.QPNum)},
+		{"rdma_ud_param", "qkey", unsafe.Offsetof(up.QKey)},
+		{"ibv_sa_path_rec", "dgid", pathDGID},
+		{"ibv_sa_path_rec", "sgid", pathSGID},
+		{"ibv_sa_path_rec", "flow_label", pathFlowLabel},
+		{"ibv_sa_path_rec", "hop_limit", pathHopLimit},
+		{"ibv_sa_path_rec", "traffic_class", pathTClass},
+		{"ibv_sa_path_rec", "pkey", pathPKey},
+		{"ibv_sa_path_rec", "sl", pathSL},
+		{"ibv_sa_path_rec", "mtu", pathMTU},
+		{"ibv_sa_path_rec", "packet_life_time", pathPLT},
+		{"ibv_context", "device", ibvContextDevice},
+	}
+}
+
+// cmEnums are the values of rdma_cma.h the kernel CM passes through.
+var cmEnums = map[string]int64{
+	"RDMA_CM_EVENT_CONNECT_REQUEST": cmEventConnectRequest,
+	"RDMA_OPTION_ID_TOS":            int64(provider.CMOptionTOS), "RDMA_OPTION_ID_REUSEADDR": int64(provider.CMOptionReuseAddr),
+	"RDMA_OPTION_ID_AFONLY": int64(provider.CMOptionAFOnly), "RDMA_OPTION_ID_ACK_TIMEOUT": int64(provider.CMOptionAckTimeout),
+}
+
 // cEnums are the enum values of verbs.h the provider passes through
 // unconverted (provider's enums use libibverbs' numbering).
 var cEnums = map[string]int64{
@@ -304,8 +358,17 @@ func TestCLayouts(t *testing.T) {
 		t.Skip("no <infiniband/verbs.h> (install libibverbs-dev)")
 	}
 	var src bytes.Buffer
-	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\nint main(void) {\n")
-	ls := layouts()
+	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n")
+	ls, enums := layouts(), cEnums
+	if _, err := os.Stat("/usr/include/rdma/rdma_cma.h"); err == nil {
+		src.WriteString("#include <rdma/rdma_cma.h>\n")
+		ls = append(ls, cmLayouts()...)
+		enums = maps.Clone(cEnums)
+		maps.Copy(enums, cmEnums)
+	} else {
+		t.Log("no <rdma/rdma_cma.h> (install librdmacm-dev): the kernel CM's layouts are not checked")
+	}
+	src.WriteString("int main(void) {\n")
 	for _, l := range ls {
 		if l.Field == "" {
 			fmt.Fprintf(&src, "\tprintf(\"%%zu\\n\", sizeof(struct %s));\n", l.Struct)
@@ -314,7 +377,7 @@ func TestCLayouts(t *testing.T) {
 		}
 	}
 	var names []string
-	for n := range cEnums {
+	for n := range enums {
 		names = append(names, n)
 		fmt.Fprintf(&src, "\tprintf(\"%%lld\\n\", (long long)%s);\n", n)
 	}
@@ -347,8 +410,8 @@ func TestCLayouts(t *testing.T) {
 			}
 		case i-len(ls) < len(names):
 			n := names[i-len(ls)]
-			if v != cEnums[n] {
-				t.Errorf("%s = %d in C, %d in Go", n, v, cEnums[n])
+			if v != enums[n] {
+				t.Errorf("%s = %d in C, %d in Go", n, v, enums[n])
 			}
 		}
 		i++
