@@ -18,8 +18,9 @@ import (
 //     implements inBandCM, as the soft provider's does); rdmacm drives it
 //     directly, speaking the IB CM protocol on the wire, as the kernel's
 //     rdma_cm does for its devices.
-//   - the kernel's rdma_cm, through librdmacm, for kernel devices, whose
-//     CM runs in the kernel (the kernel provider; not yet written).
+//   - an outside CM at the rdma_cm_id level, for devices whose provider
+//     offers one (provider.CMDevice): the kernel's rdma_cm through
+//     librdmacm for the kernel provider's devices (kernelcm.go).
 //
 // Devices are reached only through verbs: the device list, Device.Open and
 // Context.Provider.
@@ -81,7 +82,7 @@ var devices struct {
 
 // haveDevices reports ErrNoDevice when there is no RDMA device at all.
 func haveDevices() error {
-	ds, err := verbs.Devices()
+	ds, err := listDevices()
 	if err != nil {
 		return fmt.Errorf("rdmacm: %w", err)
 	}
@@ -108,8 +109,10 @@ func acquire(vd *verbs.Device) (*device, error) {
 	}
 	cm := cmOf(ctx)
 	if cm == nil {
-		ctx.Close()
-		return nil, fmt.Errorf("rdmacm: device %s has no connection manager: %w", vd.Name(), ErrNoDevice)
+		if kcm, _ := kernelCM(vd); kcm == nil {
+			ctx.Close()
+			return nil, fmt.Errorf("rdmacm: device %s has no connection manager: %w", vd.Name(), ErrNoDevice)
+		}
 	}
 	pa, err := ctx.QueryPort(1)
 	if err != nil {
@@ -149,7 +152,7 @@ func (d *device) defaultPD() (*verbs.PD, error) {
 // deviceFor returns the verbs device bound to a, or nil.
 func deviceFor(a netip.Addr) (*verbs.Device, error) {
 	a = a.Unmap()
-	ds, err := verbs.Devices()
+	ds, err := listDevices()
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}
@@ -219,7 +222,7 @@ func deviceToward(dst netip.Addr) (*verbs.Device, error) {
 			return d, err
 		}
 	}
-	ds, err := verbs.Devices()
+	ds, err := listDevices()
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdma-go/rdma-go/ibcm"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -64,6 +65,11 @@ type ID struct {
 	srq            *verbs.SRQ
 
 	conn      *ibcm.Conn
+	// kid is the id of an outside CM (kernelcm.go) that runs this id's
+	// connection, on a kernel device; listenKIDs listen for a wildcard.
+	kid        provider.CMID
+	listenKIDs []provider.CMID
+	req        ConnParam // a passive kernel id's request
 	respRes   uint8 // negotiated: reads/atomics we answer
 	initDepth uint8 // negotiated: reads/atomics we issue
 	psn       uint32
@@ -229,18 +235,45 @@ func (id *ID) setHook(f func(*Event)) {
 
 // SetTOS sets the IP type of service (RDMA_OPTION_ID_TOS) used for the
 // route resolved after it.
-func (id *ID) SetTOS(tos uint8) { id.mu.Lock(); id.tos = tos; id.mu.Unlock() }
+func (id *ID) SetTOS(tos uint8) {
+	id.mu.Lock()
+	id.tos = tos
+	id.mu.Unlock()
+	id.setKernelOption(provider.CMOptionTOS, int(tos))
+}
 
 // SetReuseAddr allows binding a port another id holds
 // (RDMA_OPTION_ID_REUSEADDR).
-func (id *ID) SetReuseAddr(on bool) { id.mu.Lock(); id.reuseAddr = on; id.mu.Unlock() }
+func (id *ID) SetReuseAddr(on bool) {
+	id.mu.Lock()
+	id.reuseAddr = on
+	id.mu.Unlock()
+	id.setKernelOption(provider.CMOptionReuseAddr, int(b2i(on)))
+}
 
 // SetAFOnly makes an IPv6 wildcard listener refuse IPv4 (RDMA_OPTION_ID_AFONLY).
-func (id *ID) SetAFOnly(on bool) { id.mu.Lock(); id.afOnly = on; id.mu.Unlock() }
+func (id *ID) SetAFOnly(on bool) {
+	id.mu.Lock()
+	id.afOnly = on
+	id.mu.Unlock()
+	id.setKernelOption(provider.CMOptionAFOnly, int(b2i(on)))
+}
 
 // SetAckTimeout sets the QP's local ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT):
 // the route's packet life time becomes timeout−1.
-func (id *ID) SetAckTimeout(timeout uint8) { id.mu.Lock(); id.ackTimeout = timeout; id.mu.Unlock() }
+func (id *ID) SetAckTimeout(timeout uint8) {
+	id.mu.Lock()
+	id.ackTimeout = timeout
+	id.mu.Unlock()
+	id.setKernelOption(provider.CMOptionAckTimeout, int(timeout))
+}
+
+func b2i(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // SetMinRNRTimer sets the RNR NAK timer of the id's RC QP (rdma_set_min_rnr_timer).
 func (id *ID) SetMinRNRTimer(t uint8) { id.mu.Lock(); id.minRNR = t; id.mu.Unlock() }
@@ -355,6 +388,12 @@ func (id *ID) bindLocked(a netip.AddrPort) error {
 		if vd == nil {
 			return fmt.Errorf("%w: %s", ErrAddrNotAvail, addr)
 		}
+		if cm, err := kernelCM(vd); cm != nil || err != nil {
+			if err != nil {
+				return err
+			}
+			return id.kernelBindLocked(vd, cm, netip.AddrPortFrom(addr, a.Port()))
+		}
 		if d, err = acquire(vd); err != nil {
 			return err
 		}
@@ -385,63 +424,84 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 		return fmt.Errorf("rdmacm: resolve address in state %s: %w", id.state, ErrInvalid)
 	}
 	ev := &Event{ID: id, Type: EventAddrResolved}
-	if err := id.resolveLocked(src, dst); err != nil {
+	later, err := id.resolveLocked(src, dst, timeout)
+	if err != nil {
 		ev.Type, ev.Status = EventAddrError, -errnoOf(err, syscall.EHOSTUNREACH)
 		if id.state == stAddrQuery {
 			id.state = stIdle
 		}
 	}
 	id.mu.Unlock()
-	id.post(ev)
+	if !later || err != nil {
+		id.post(ev)
+	}
 	if id.isSync() {
 		return id.complete(ctx)
 	}
 	return nil
 }
 
-func (id *ID) resolveLocked(src, dst netip.AddrPort) error {
+// resolveLocked resolves at once on an in-band device; on a kernel
+// device it starts the CM's resolution and reports later (true), the
+// CM's event following.
+func (id *ID) resolveLocked(src, dst netip.AddrPort, timeout time.Duration) (later bool, err error) {
 	dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
 	if !dst.Addr().IsValid() || dst.Addr().IsUnspecified() {
-		return fmt.Errorf("rdmacm: resolve %s: %w", dst, syscall.EINVAL)
+		return false, fmt.Errorf("rdmacm: resolve %s: %w", dst, syscall.EINVAL)
 	}
 	if id.state == stIdle {
 		s := src
 		if !s.Addr().IsValid() || s.Addr().IsUnspecified() {
 			vd, err := deviceToward(dst.Addr())
 			if err != nil {
-				return err
+				return false, err
+			}
+			if cm, err := kernelCM(vd); cm != nil || err != nil {
+				if err != nil {
+					return false, err
+				}
+				return true, id.kernelResolveLocked(cm, src, dst, timeout)
 			}
 			d, err := acquire(vd)
 			if err != nil {
-				return err
+				return false, err
 			}
 			s = netip.AddrPortFrom(d.addr, src.Port())
 			err = id.bindLocked(s)
 			d.release()
 			if err != nil {
-				return err
+				return false, err
 			}
 		} else if err := id.bindLocked(src); err != nil {
-			return err
+			return false, err
 		}
+	}
+	if id.kid != nil {
+		return true, id.kernelResolveLocked(nil, netip.AddrPort{}, dst, timeout)
 	}
 	if id.dev == nil {
 		// Bound to a wildcard: take the device toward dst.
 		vd, err := deviceToward(dst.Addr())
 		if err != nil {
-			return err
+			return false, err
+		}
+		if cm, err := kernelCM(vd); cm != nil || err != nil {
+			if err != nil {
+				return false, err
+			}
+			return true, id.kernelResolveLocked(cm, id.src, dst, timeout)
 		}
 		if id.dev, err = acquire(vd); err != nil {
-			return err
+			return false, err
 		}
 		id.src = netip.AddrPortFrom(id.dev.addr, id.src.Port())
 	}
 	if id.dev.addr.Is4() != dst.Addr().Is4() {
-		return fmt.Errorf("rdmacm: %s and %s are of different families: %w", id.dev.addr, dst.Addr(), syscall.EAFNOSUPPORT)
+		return false, fmt.Errorf("rdmacm: %s and %s are of different families: %w", id.dev.addr, dst.Addr(), syscall.EAFNOSUPPORT)
 	}
 	id.dst = dst
 	id.state = stAddrResolved
-	return nil
+	return false, nil
 }
 
 // ResolveRoute builds the path to the resolved address (rdma_resolve_route):
@@ -456,6 +516,19 @@ func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	if id.state != stAddrResolved {
 		id.mu.Unlock()
 		return fmt.Errorf("rdmacm: resolve route in state %s: %w", id.state, ErrInvalid)
+	}
+	if k := id.kid; k != nil {
+		id.state = stRouteQuery
+		if err := k.ResolveRoute(timeout); err != nil {
+			id.state = stAddrResolved
+			id.mu.Unlock()
+			return fmt.Errorf("rdmacm: resolve route: %w", err)
+		}
+		id.mu.Unlock()
+		if id.isSync() {
+			return id.complete(ctx)
+		}
+		return nil
 	}
 	plt := uint8(ibcm.DefaultPacketLifeTime)
 	if id.ackTimeout > 0 {
@@ -553,7 +626,9 @@ func (id *ID) Connect(ctx context.Context, param *ConnParam) error {
 		return fmt.Errorf("rdmacm: connect in state %s: %w", id.state, ErrInvalid)
 	}
 	var err error
-	if id.qpType == verbs.QPTypeUD {
+	if id.kid != nil {
+		err = id.kernelConnectLocked(param)
+	} else if id.qpType == verbs.QPTypeUD {
 		err = id.connectUDLocked(param)
 	} else {
 		err = id.connectRCLocked(param)
@@ -656,12 +731,19 @@ func (id *ID) Listen(backlog int) error {
 		backlog = DefaultBacklog
 	}
 	id.backlog = backlog
+	if id.kid != nil {
+		if _, err := id.kernelListenLocked(backlog); err != nil {
+			return err
+		}
+		id.state = stListen
+		return nil
+	}
 	var devs []*device
 	if id.dev != nil {
 		id.dev.refs++ // listenDevs holds its own reference
 		devs = []*device{id.dev}
 	} else {
-		vds, err := verbs.Devices()
+		vds, err := listDevices()
 		if err != nil {
 			return fmt.Errorf("rdmacm: %w", err)
 		}
@@ -670,13 +752,23 @@ func (id *ID) Listen(backlog int) error {
 			if a.IsValid() && a.Unmap().Is4() != id.src.Addr().Is4() && (id.afOnly || id.src.Addr().Is4()) {
 				continue
 			}
+			if cm, _ := kernelCM(vd); cm != nil {
+				continue // listened on below, through its CM
+			}
 			d, err := acquire(vd)
 			if err != nil {
 				continue // a device that cannot open is not listened on
 			}
 			devs = append(devs, d)
 		}
-		if len(devs) == 0 {
+		n, err := id.kernelListenLocked(backlog)
+		if err != nil {
+			for _, d := range devs {
+				d.release()
+			}
+			return err
+		}
+		if len(devs) == 0 && n == 0 {
 			return ErrNoDevice
 		}
 	}
@@ -712,6 +804,7 @@ func (id *ID) Listen(backlog int) error {
 		for _, d := range devs {
 			d.release()
 		}
+		id.destroyListenKIDs()
 		return fmt.Errorf("rdmacm: listen: %w", err)
 	}
 	id.listenDevs, id.listenSIDs = devs, []uint64{sid}
@@ -974,13 +1067,21 @@ func (id *ID) Accept(ctx context.Context, param *ConnParam) error {
 		id.mu.Unlock()
 		return ErrClosed
 	}
-	if id.state != stConnect || id.conn == nil {
+	if id.state != stConnect || (id.conn == nil && id.kid == nil) {
 		id.mu.Unlock()
 		return fmt.Errorf("rdmacm: accept in state %s: %w", id.state, ErrInvalid)
 	}
 	if id.parent == nil {
 		id.mu.Unlock()
 		return id.Establish()
+	}
+	if id.kid != nil {
+		err := id.kernelAcceptLocked(param)
+		id.mu.Unlock()
+		if err == nil && id.isSync() && id.qpType != verbs.QPTypeUD {
+			return id.complete(ctx)
+		}
+		return err
 	}
 	c := id.conn
 	var err error
@@ -1038,9 +1139,23 @@ func (id *ID) Accept(ctx context.Context, param *ConnParam) error {
 // follows: the caller already knows.
 func (id *ID) Establish() error {
 	id.mu.Lock()
-	if id.destroyed || id.conn == nil || id.parent != nil || id.state != stConnect {
+	if id.destroyed || (id.conn == nil && id.kid == nil) || id.parent != nil || id.state != stConnect {
 		id.mu.Unlock()
 		return fmt.Errorf("rdmacm: establish: %w", ErrInvalid)
+	}
+	if k := id.kid; k != nil {
+		var err error
+		if id.qp != nil {
+			err = id.toRTSLocked()
+		}
+		id.mu.Unlock()
+		if err == nil {
+			err = k.Establish()
+		}
+		if err != nil {
+			return fmt.Errorf("rdmacm: establish: %w", err)
+		}
+		return nil
 	}
 	c := id.conn
 	err := c.SendRTU(nil)
@@ -1059,8 +1174,11 @@ func (id *ID) Notify(ev verbs.EventType) error {
 		return nil
 	}
 	id.mu.Lock()
-	c := id.conn
+	c, k := id.conn, id.kid
 	id.mu.Unlock()
+	if k != nil {
+		return k.Notify(ev)
+	}
 	if c == nil {
 		return ErrInvalid
 	}
@@ -1076,8 +1194,14 @@ func (id *ID) Notify(ev verbs.EventType) error {
 func (id *ID) Reject(pdata []byte) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.destroyed || id.conn == nil || id.state != stConnect {
+	if id.destroyed || (id.conn == nil && id.kid == nil) || id.state != stConnect {
 		return fmt.Errorf("rdmacm: reject: %w", ErrInvalid)
+	}
+	if id.kid != nil {
+		if err := id.kid.Reject(pdata); err != nil {
+			return fmt.Errorf("rdmacm: reject: %w", err)
+		}
+		return nil
 	}
 	var err error
 	if id.qpType == verbs.QPTypeUD {
@@ -1103,10 +1227,16 @@ func (id *ID) Reject(pdata []byte) error {
 func (id *ID) Disconnect() error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.destroyed || id.conn == nil || id.qpType == verbs.QPTypeUD {
+	if id.destroyed || (id.conn == nil && id.kid == nil) || id.qpType == verbs.QPTypeUD {
 		return fmt.Errorf("rdmacm: disconnect: %w", ErrInvalid)
 	}
 	id.qpErrorLocked()
+	if id.kid != nil {
+		if err := id.kid.Disconnect(); err != nil {
+			return fmt.Errorf("rdmacm: disconnect: %w", err)
+		}
+		return nil
+	}
 	switch id.conn.State() {
 	case ibcm.StateEstablished:
 		return id.conn.Disconnect(nil)
@@ -1129,7 +1259,8 @@ func (id *ID) Destroy() error {
 	id.destroyed = true
 	id.state = stDestroying
 	c, devs, sids, dev, bound := id.conn, id.listenDevs, id.listenSIDs, id.dev, id.bound
-	id.conn, id.listenDevs, id.dev = nil, nil, nil
+	k, lks := id.kid, id.listenKIDs
+	id.conn, id.listenDevs, id.dev, id.kid, id.listenKIDs = nil, nil, nil, nil, nil
 	var syncCh *EventChannel
 	if id.sync {
 		syncCh = id.ch
@@ -1137,6 +1268,12 @@ func (id *ID) Destroy() error {
 	id.mu.Unlock()
 	if c != nil {
 		c.Destroy()
+	}
+	if k != nil {
+		k.Destroy()
+	}
+	for _, lk := range lks {
+		lk.Destroy()
 	}
 	for _, sid := range sids {
 		id.unlisten(devs, sid)

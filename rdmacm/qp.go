@@ -78,7 +78,9 @@ func (id *ID) CreateQP(pd *verbs.PD, init *verbs.QPInitAttr) error {
 		}
 		return fmt.Errorf("rdmacm: %w", err)
 	}
-	if id.qpType == verbs.QPTypeUD {
+	if id.kid != nil {
+		err = id.kernelInitQPLocked(qp)
+	} else if id.qpType == verbs.QPTypeUD {
 		err = qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, QKey: id.qkey},
 			verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrQKey)
 		if err == nil {
@@ -149,6 +151,9 @@ func (id *ID) access() verbs.AccessFlags {
 // qpAttrs computes the attributes of docs/spec/cm-mad.md §3.7 for moving the
 // id's QP to state (INIT, RTR or RTS), from the REQ and REP exchanged.
 func (id *ID) qpAttrsLocked(state verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask, error) {
+	if id.kid != nil {
+		return id.kernelAttrsLocked(state)
+	}
 	var a verbs.QPAttr
 	a.State = state
 	switch state {

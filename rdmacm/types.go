@@ -6,7 +6,7 @@ import (
 	"syscall"
 
 	"github.com/rdma-go/rdma-go/mad"
-	"github.com/rdma-go/rdma-go/verbs"
+	"github.com/rdma-go/rdma-go/provider"
 )
 
 // PortSpace is an rdma_cm port space; values equal enum rdma_port_space.
@@ -105,26 +105,12 @@ const (
 
 // ConnParam is struct rdma_conn_param: what Connect and Accept send, and
 // what CONNECT_REQUEST, CONNECT_RESPONSE, ESTABLISHED and REJECTED report.
-type ConnParam struct {
-	PrivateData        []byte
-	ResponderResources uint8
-	InitiatorDepth     uint8
-	FlowControl        bool
-	RetryCount         uint8 // ignored by Accept
-	RNRRetryCount      uint8
-	SRQ                bool
-	// QPNum is the QP to connect when the id has no QP (CreateQP not
-	// used); in events, the peer's QPN.
-	QPNum uint32
-}
+// QPNum is the QP to connect when the id has no QP (CreateQP not used);
+// in events, the peer's QPN. RetryCount is ignored by Accept.
+type ConnParam = provider.ConnParam
 
 // UDParam is struct rdma_ud_param: what a UD id's ESTABLISHED reports.
-type UDParam struct {
-	PrivateData []byte
-	AHAttr      verbs.AHAttr
-	QPNum       uint32
-	QKey        uint32
-}
+type UDParam = provider.UDParam
 
 // Event is struct rdma_cm_event.
 type Event struct {

@@ -69,6 +69,10 @@ func (d *Device) Name() string { return d.p.Name() }
 // GUID returns the node GUID in host order (as ibv_get_device_guid).
 func (d *Device) GUID() uint64 { return d.p.GUID() }
 
+// Provider returns the provider's device, for what only some providers
+// offer (package rdmacm finds a device's connection manager through it).
+func (d *Device) Provider() provider.Device { return d.p }
+
 // Addr returns the IP address the device sends from, or the zero Addr for
 // a device without one yet (an automatically chosen loopback address that
 // is not open yet).

@@ -74,13 +74,18 @@ func (Provider) Devices() ([]provider.Device, error) {
 		debugOnce(libName+" cannot be loaded (install rdma-core's libibverbs1)", err)
 		return nil, nil
 	}
-	var n int32
-	list := call(l.getDeviceList, uintptr(unsafe.Pointer(&n)))
-	if list == 0 || n == 0 {
+	n := new(int32)
+	list, errno := l.callErrno(l.getDeviceList, uintptr(unsafe.Pointer(n)))
+	if list == 0 || *n == 0 {
 		if list != 0 {
 			call(l.freeDeviceList, list)
+			errno = 0
 		}
-		debugOnce(libName+" lists no device (is the device's provider library installed?)", nil)
+		var err error
+		if errno != 0 {
+			err = errno
+		}
+		debugOnce(libName+" lists no device (is the device's provider library installed?)", err)
 		return nil, nil
 	}
 	if state.devs == nil {
@@ -90,8 +95,8 @@ func (Provider) Devices() ([]provider.Device, error) {
 	// device came from is kept (never freed) so its ibv_device stays
 	// valid, and a list with no new device is freed at once.
 	keep := false
-	out := make([]provider.Device, 0, n)
-	for i := range int(n) {
+	out := make([]provider.Device, 0, *n)
+	for i := range int(*n) {
 		dp := *(*uintptr)(cptr(list + uintptr(i)*8))
 		name := gostring(call(l.getDeviceName, dp))
 		d := state.devs[name]
