@@ -593,7 +593,7 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,rping,ucmatose,udaddy,rdma_server,rdma_client} "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
 		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
@@ -610,6 +610,26 @@ kp_section() {
 		echo "rdma-go: rc=$( [ $m = rdmagoserver ] && echo $src || echo $crc ), $(fig $o); rxe: rc=$( [ $m = rdmagoserver ] && echo $crc || echo $src ), $(fig $r)"
 		ok=1; [ $src = 0 ] && [ $crc = 0 ] && grep -Eq "$re" $L.srv && grep -Eq "$re" $L.cli && ok=0
 		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o; echo "---- rxe"; tail -n 15 $r; fi
+		rm -f $L.srv $L.cli; exit $ok
+	EOF
+	# kpcm.sh ID MODE PORT PS STOOL CTOOL PINGS SARGS -- CARGS: an rdma_cm
+	# server and client in the guest on rxe0; the server listens once the
+	# kernel lists its cm_id.
+	cat >"$KP_SHARE/kpcm.sh" <<-'EOF'
+		id=$1 m=$2 p=$3 ps=$4 st=$5 ct=$6 pings=$7; shift 7
+		sa=() ca=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do sa+=("$1"); shift; done; shift; ca=("$@")
+		d=$(dirname "$0") L=/tmp/interop-$id
+		if [ $m = rdmagoserver ]; then srv=$d/$st cli=$ct; else srv=$st cli=$d/$ct; fi
+		timeout -k 5 90 $srv "${sa[@]}" >$L.srv 2>&1 </dev/null & sp=$!
+		for i in $(seq 600); do rdma res show cm_id 2>/dev/null | grep -q "state LISTEN ps $ps .*src-addr [^ ]*:$p " && break; kill -0 $sp 2>/dev/null || break; sleep 0.1; done
+		timeout -k 5 90 $cli "${ca[@]}" >$L.cli 2>&1 </dev/null; crc=$?
+		[ $crc = 0 ] || { sleep 3; kill $sp 2>/dev/null; }
+		wait $sp; src=$?
+		n=$(grep -c "ping data" $L.cli)
+		if [ $m = rdmagoserver ]; then o=$L.srv r=$L.cli orc=$src rrc=$crc; else o=$L.cli r=$L.srv orc=$crc rrc=$src; fi
+		echo "rdma-go: rc=$orc; rxe: rc=$rrc${pings:+; client: $n pings}"
+		ok=1; [ $src = 0 ] && [ $crc = 0 ] && { [ $pings = 0 ] || [ "$n" = $pings ]; } && ok=0
+		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o | cut -c1-200; echo "---- rxe"; tail -n 15 $r | cut -c1-200; fi
 		rm -f $L.srv $L.cli; exit $ok
 	EOF
 	say "kernel provider (provider/kernel, libibverbs.so.1 at run time) on the guest's rxe0: our tools in the VM against rdma-core's and perftest's there"
@@ -648,6 +668,32 @@ kp_section() {
 			done
 		done
 	done
+	# The rdma_cm tools through the kernel's rdma_cm (librdmacm.so.1 at
+	# run time), both ways: ids kp-cm-TOOL-rdmagoserver|rxeserver. Columns:
+	# server, client, port space, port (- for a fresh one, P in the
+	# arguments; udaddy's -p is a port space, its port 7174), the client's
+	# "ping data" lines wanted (0: not counted), server|client arguments.
+	local g=198.51.100.2 p fixed st ct ps pings sargs cargs
+	while read -r st ct ps fixed pings sargs; do
+		cargs=${sargs#*|} sargs=${sargs%|*}
+		for m in rdmagoserver rxeserver; do
+			id=kp-cm-$st-$m
+			selected "$id" || continue
+			CASE_NO=$((CASE_NO + 1))
+			p=$((PORT + CASE_NO))
+			[ "$fixed" = - ] || p=$fixed
+			rc=0
+			timeout 250 "${VMRUN[@]}" -t 220 "bash $KP/kpcm.sh $id $m $p $ps $st $ct $pings ${sargs//P/$p} -- ${cargs//P/$p}" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+			if [ $m = rdmagoserver ]; then label="kernel: rdma-go srv"; else label="kernel: rxe srv"; fi
+			if [ $rc = 0 ]; then record "$st" "$label" - PASS "$(head -n1 "$LOGDIR/$id.log")"
+			else record "$st" "$label" - FAIL "rc=$rc $(head -n1 "$LOGDIR/$id.log")"; show_logs "$id" "$LOGDIR/$id.log"; fi
+		done
+	done <<-EOF
+		rping rping TCP - 100 -s -a $g -p P -v -C 100|-c -a $g -p P -v -V -C 100
+		ucmatose ucmatose TCP - 0 -b $g -p P|-s $g -p P
+		udaddy udaddy UDP 7174 0 -b $g|-s $g
+		rdma_server rdma_client TCP - 0 -s $g -p P|-s $g -p P
+	EOF
 }
 kp_section
 rm -rf "$KP_SHARE"

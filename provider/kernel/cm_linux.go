@@ -309,6 +309,8 @@ func (c *cmID) SetEvents(events func(provider.CMEvent)) {
 }
 
 // do calls a librdmacm function that returns 0 or -1 and errno.
+//
+//go:uintptrescapes
 func (c *cmID) do(what string, fn uintptr, args ...uintptr) error {
 	r, errno := c.m.lib.callErrno(fn, append([]uintptr{c.id}, args...)...)
 	if int32(r) == 0 {

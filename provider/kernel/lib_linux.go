@@ -87,7 +87,14 @@ func load() (*lib, error) {
 	return l, nil
 }
 
-// call calls fn with args and returns its result.
+// call calls fn with args and returns its result. Its callers convert
+// pointers to uintptr in the argument list: go:uintptrescapes keeps the
+// objects on the heap and alive through the call. Without it an object on
+// a goroutine's stack could move when the stack grows on the way into C,
+// and C would write into the old stack (seen: a new goroutine's first
+// ibv_get_cq_event and rdma_get_cm_event results read back as zero).
+//
+//go:uintptrescapes
 func call(fn uintptr, args ...uintptr) uintptr {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return r
@@ -104,6 +111,8 @@ func callArgs(fn uintptr, args []uintptr) uintptr {
 // callErrno calls fn and returns its result and the errno it left. Only
 // for functions that report failure through errno (NULL returns); the
 // thread is locked so that errno is read on the thread fn ran on.
+//
+//go:uintptrescapes
 func (l *lib) callErrno(fn uintptr, args ...uintptr) (uintptr, syscall.Errno) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
