@@ -238,6 +238,17 @@ func kernelPath(p provider.CMPath) ibcm.Path {
 // kernelAttrsLocked is qpAttrsLocked for a kernel id: rdma_init_qp_attr,
 // with the Go API's minimum RNR timer.
 func (id *ID) kernelAttrsLocked(state verbs.QPState) (verbs.QPAttr, verbs.QPAttrMask, error) {
+	if id.qpType == verbs.QPTypeUD && state != verbs.QPStateInit {
+		// The kernel answers a UD id with the INIT attributes whatever
+		// the state; librdmacm moves a UD QP on with the state alone
+		// (and SQ PSN 0 for RTS).
+		switch state {
+		case verbs.QPStateRTR:
+			return verbs.QPAttr{State: state}, verbs.QPAttrState, nil
+		case verbs.QPStateRTS:
+			return verbs.QPAttr{State: state}, verbs.QPAttrState | verbs.QPAttrSQPSN, nil
+		}
+	}
 	a, mask, err := id.kid.InitQPAttr(state)
 	if err != nil {
 		return a, 0, fmt.Errorf("rdmacm: QP attributes for %v: %w", state, err)
