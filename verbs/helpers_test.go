@@ -56,6 +56,7 @@ type pairConfig struct {
 	RNRRetry    uint8
 	MinRNRTimer uint8
 	MaxRD       uint8 // max_rd_atomic and max_dest_rd_atomic
+	GIDIndex    int   // the GID the QPs address each other by
 }
 
 func defaultPairConfig() pairConfig {
@@ -63,7 +64,7 @@ func defaultPairConfig() pairConfig {
 		MTU: verbs.MTU4096, BufSize: 64 << 10, CQE: 256,
 		Cap:      verbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 64},
 		MRAccess: allAccess, QPAccess: remoteAccess,
-		Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12, MaxRD: 16,
+		Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12, MaxRD: 16, GIDIndex: 1,
 	}
 }
 
@@ -134,7 +135,7 @@ func openEnd(dev *verbs.Device, cfg *pairConfig) (e *tEnd, err error) {
 		Cap: cfg.Cap, SigAll: cfg.SigAll}); err != nil {
 		return e, err
 	}
-	if e.gid, err = e.ctx.QueryGID(1, 1); err != nil {
+	if e.gid, err = e.ctx.QueryGID(1, cfg.GIDIndex); err != nil {
 		return e, err
 	}
 	return e, nil
@@ -198,7 +199,7 @@ func qpToInit(qp *verbs.QP, cfg *pairConfig) error {
 func qpToRTS(qp *verbs.QP, psn uint32, peer peerInfo, cfg *pairConfig) error {
 	err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: cfg.MTU, DestQPN: peer.QPN,
 		RQPSN: peer.PSN, MaxDestRDAtomic: cfg.MaxRD, MinRNRTimer: cfg.MinRNRTimer,
-		AH: verbs.AHAttr{IsGlobal: true, PortNum: 1, GRH: verbs.GlobalRoute{DGID: peer.GID, SGIDIndex: 1, HopLimit: 1}}},
+		AH: verbs.AHAttr{IsGlobal: true, PortNum: 1, GRH: verbs.GlobalRoute{DGID: peer.GID, SGIDIndex: uint8(cfg.GIDIndex), HopLimit: 1}}},
 		verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN|
 			verbs.QPAttrMaxDestRDAtomic|verbs.QPAttrMinRNRTimer)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -70,4 +71,56 @@ func Device(t testing.TB, prefix string) *verbs.Context {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// DeviceEnv names the device the conformance tests (TestConformance* of
+// packages verbs and rdmacm) run on, for example "rxe0" or "mlx5_0"; unset,
+// they run on a soft device of this package. The same tests, built with
+// go test -c, so check a kernel device and the soft device alike.
+const DeviceEnv = "RDMA_GO_TEST_DEVICE"
+
+// Conformance opens the device the conformance tests run on (DeviceEnv's,
+// or a new soft device) for the test; the context closes when it ends. A
+// device DeviceEnv names that is not there fails the test.
+func Conformance(t testing.TB) *verbs.Context {
+	t.Helper()
+	name := os.Getenv(DeviceEnv)
+	if name == "" {
+		return Device(t, "cf")
+	}
+	ds, err := verbs.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Name() != name {
+			continue
+		}
+		c, err := d.Open()
+		if err != nil {
+			t.Fatalf("%s=%s: %v", DeviceEnv, name, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Fatalf("%s=%s: no such device (have %d devices)", DeviceEnv, name, len(ds))
+	return nil
+}
+
+// GIDIndex returns the index of port 1's GID that holds the device's IP
+// address (the RoCEv2 GID a test addresses it by).
+func GIDIndex(c *verbs.Context) (int, error) {
+	a := c.Device().Addr()
+	want := verbs.GIDFromIP(a)
+	pa, err := c.QueryPort(1)
+	if err != nil {
+		return 0, err
+	}
+	for i := range int(pa.GIDTblLen) {
+		g, err := c.QueryGID(1, i)
+		if err == nil && g == want {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("testdev: no GID of %s holds %s", c.Device().Name(), a)
 }
