@@ -632,8 +632,43 @@ kp_section() {
 		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o | cut -c1-200; echo "---- rxe"; tail -n 15 $r | cut -c1-200; fi
 		rm -f $L.srv $L.cli; exit $ok
 	EOF
+	# kpperf.sh TOOL ROUNDS ARGS...: our TOOL pair and perftest's pair on
+	# rxe0, one after the other, ROUNDS times (order alternating); prints
+	# each round's client result line, "ours:" or "perftest:" first.
+	cat >"$KP_SHARE/kpperf.sh" <<-'EOF'
+		t=$1 rounds=$2; shift 2
+		mkdir -p /tmp/kpperf; cp "$(dirname "$0")/$t" /tmp/kpperf/$t
+		run() { # BIN PORT ARGS...
+			local b=$1 p=$2 sp; shift 2
+			timeout -k 5 120 $b -d rxe0 -p $p "$@" >/tmp/kpperf/srv 2>&1 </dev/null & sp=$!
+			for i in $(seq 300); do ss -Hltn "sport = :$p" | grep -q . && break; kill -0 $sp 2>/dev/null || break; sleep 0.1; done
+			timeout -k 5 120 $b -d rxe0 -p $p "$@" 198.51.100.2 >/tmp/kpperf/cli 2>&1 </dev/null
+			wait $sp
+			grep -Em1 '^ *[0-9]+ +[0-9]+ +[0-9.]+ ' /tmp/kpperf/cli | tr -s ' \t' ' ' | sed 's/^ //'
+		}
+		for r in $(seq $rounds); do
+			if [ $((r % 2)) = 1 ]; then order="ours perftest"; else order="perftest ours"; fi
+			for w in $order; do
+				b=$t p=$((19000 + r * 2))
+				[ $w = ours ] && b=/tmp/kpperf/$t p=$((p + 1))
+				echo "$w: $(run $b $p "$@")"
+			done
+		done
+	EOF
 	say "kernel provider (provider/kernel, libibverbs.so.1 at run time) on the guest's rxe0: our tools in the VM against rdma-core's and perftest's there"
-	local id out rc a
+	local id out rc a pkg
+	# The conformance tests of verbs and rdmacm (TestConformance*), built
+	# with go test -c, run on rxe0: ids kp-conformance-verbs|rdmacm.
+	for pkg in verbs rdmacm; do
+		id=kp-conformance-$pkg
+		selected "$id" || continue
+		rc=0
+		(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$KP_SHARE/$pkg.test" "./$pkg") >"$LOGDIR/$id.log" 2>&1 &&
+			"${VMRUN[@]}" -t 300 "cp $KP/$pkg.test /tmp/ && cd /tmp && RDMA_GO_TEST_DEVICE=rxe0 ./$pkg.test -test.run Conformance -test.v -test.timeout 240s" >>"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		out="$(grep -c '^--- PASS' "$LOGDIR/$id.log" || true) passed, $(grep -c '^--- FAIL' "$LOGDIR/$id.log" || true) failed"
+		if [ $rc = 0 ]; then record "go test $pkg" "kernel rxe0" - PASS "TestConformance*: $out"
+		else record "go test $pkg" "kernel rxe0" - FAIL "rc=$rc TestConformance*: $out"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done
 	for a in "" -v; do
 		id=kp-devinfo$a
 		selected "$id" || continue
