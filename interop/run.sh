@@ -172,6 +172,10 @@ say "VM kernel $(echo "$vm_ok" | head -n1), rxe0 port $(echo "$vm_ok" | tail -n1
 # retry would hide.
 RES_TOOL=() RES_DIR=() RES_SIZE=() RES_RESULT=() RES_NOTE=()
 FAILS=0
+# The VM's side of a case: rdma-core's tools (XP_DIR empty), or in the
+# cross-provider section our tools from the share (XP_DIR=/host/.../),
+# with ids prefixed XP_ID and named XP_THEIRS in the table.
+XP_DIR="" XP_ID="" XP_THEIRS=rxe
 record() {  # record TOOL DIRECTION SIZE PASS|FAIL NOTE
 	RES_TOOL+=("$1") RES_DIR+=("$2") RES_SIZE+=("$3") RES_RESULT+=("$4") RES_NOTE+=("$5")
 	[ "$4" = PASS ] || FAILS=$((FAILS + 1))
@@ -270,7 +274,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	local kind=$1 size=$2 tool=ibv_${1}_pingpong id port rc_ours=0 rc_theirs=0 wait_s
 	shift 2
 	CASE_NO=$((CASE_NO + 1)) port=$((PORT + CASE_NO))
-	id=$kind-s$size-rxeserver
+	id=$XP_ID$kind-s$size-rxeserver
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-server.log
 	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
@@ -282,7 +286,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	# by timeout; wait until its TCP port listens.
 	if ! "${VMRUN[@]}" -t 40 - >"$LOGDIR/$id.vm-start.log" 2>&1 7>&- <<-EOF; then
 		rm -f $VM_JOB.*
-		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout -k 5 $SIDE_T $tool -d $THEIRDEV ${args[*]} >$VM_JOB.log 2>&1; echo \$? >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
+		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout -k 5 $SIDE_T $XP_DIR$tool -d $THEIRDEV ${args[*]} >$VM_JOB.log 2>&1; echo \$? >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
 		for i in \$(seq 300); do ss -Hltn 'sport = :$port' | grep -q . && exit 0; [ -f $VM_JOB.rc ] && break; sleep 0.1; done
 		echo "server did not listen on port $port"; cat $VM_JOB.log; exit 1
 	EOF
@@ -307,7 +311,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	fi
 	VM_JOB=
 	cap_stop
-	local dir="rxe srv, rdma-go cli"
+	local dir="$XP_THEIRS srv, rdma-go cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
 		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 	else
@@ -321,7 +325,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	local kind=$1 size=$2 tool=ibv_${1}_pingpong id port rc_ours=0 rc_theirs=0 spid
 	shift 2
 	CASE_NO=$((CASE_NO + 1)) port=$((PORT + CASE_NO))
-	id=$kind-s$size-rdmagoserver
+	id=$XP_ID$kind-s$size-rdmagoserver
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-server.log tl=$LOGDIR/$id.rxe-client.log
 	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
@@ -338,7 +342,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 		sleep 0.1
 	done
 	if [ $up = 1 ]; then
-		timeout $((SIDE_T + 45)) "${VMRUN[@]}" -t $SIDE_T "$tool -d $THEIRDEV ${args[*]} $HOST_IP" >"$tl" 2>&1 7>&- || rc_theirs=$?
+		timeout $((SIDE_T + 45)) "${VMRUN[@]}" -t $SIDE_T "$XP_DIR$tool -d $THEIRDEV ${args[*]} $HOST_IP" >"$tl" 2>&1 7>&- || rc_theirs=$?
 		[ "$rc_theirs" = 0 ] || kill -TERM "$spid" 2>/dev/null || true
 	else
 		echo "rdma-go server did not listen on port $port" >"$tl"
@@ -350,7 +354,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	for p in "${BG_PIDS[@]}"; do [ "$p" = "$spid" ] || live+=("$p"); done
 	BG_PIDS=("${live[@]}")
 	cap_stop
-	local dir="rdma-go srv, rxe cli"
+	local dir="rdma-go srv, $XP_THEIRS cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
 		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 	else
@@ -423,7 +427,7 @@ cm_trim() { cut -c1-200 "$1" >"$1.tmp" && mv "$1.tmp" "$1"; }
 
 # Direction 1: rdma-go server in the namespace, rxe client in the VM.
 cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" [PINGS]
-	local id=$1-rdmagoserver label=$2 stool=$3 sargs=$4 ctool=$5 cargs=$6 pings=${7:-} rc_ours=0 rc_theirs=0 spid
+	local id=$XP_ID$1-rdmagoserver label=$2 stool=$3 sargs=$4 ctool=$5 cargs=$6 pings=${7:-} rc_ours=0 rc_theirs=0 spid
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-server.log tl=$LOGDIR/$id.rxe-client.log
 	cap_start "$id"
@@ -440,7 +444,7 @@ cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" 
 		sleep 0.1
 	done
 	if [ $up = 1 ]; then
-		timeout $((CM_T + 45)) "${VMRUN[@]}" -t $CM_T "$ctool $cargs 2>&1 | cut -c1-200; exit \${PIPESTATUS[0]}" >"$tl" 2>&1 7>&- || rc_theirs=$?
+		timeout $((CM_T + 45)) "${VMRUN[@]}" -t $CM_T "$XP_DIR$ctool $cargs 2>&1 | cut -c1-200; exit \${PIPESTATUS[0]}" >"$tl" 2>&1 7>&- || rc_theirs=$?
 		[ "$rc_theirs" = 0 ] || { sleep 2; kill -TERM "$spid" 2>/dev/null || true; }
 	else
 		echo "rdma-go $stool did not open its device at $HOST_IP" >"$tl"
@@ -457,9 +461,9 @@ cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" 
 	[ "$stool" = rping ] && st=rping-server ct=rping-client
 	local note="[$sargs | $cargs] rdma-go: $(cm_describe "$st" "$ol" "$rc_ours"); rxe: $(cm_describe "$ct" "$tl" "$rc_theirs")$(drops_note "$drops0")"
 	if cm_side_ok "$st" "$ol" "$rc_ours" "$pings" && cm_side_ok "$ct" "$tl" "$rc_theirs" "$pings"; then
-		record "$stool" "rdma-go srv, rxe cli" "$label" PASS "$note"
+		record "$stool" "rdma-go srv, $XP_THEIRS cli" "$label" PASS "$note"
 	else
-		record "$stool" "rdma-go srv, rxe cli" "$label" FAIL "$note"
+		record "$stool" "rdma-go srv, $XP_THEIRS cli" "$label" FAIL "$note"
 		show_logs "$id" "$ol" "$tl"
 	fi
 }
@@ -471,7 +475,7 @@ cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" 
 # killing the group ends the tool too (timeout otherwise takes a group of
 # its own).
 cm_case_rxe_server() {  # ID LABEL SERVER "SERVER_ARGS" PS PORT CLIENT "CLIENT_ARGS" [PINGS]
-	local id=$1-rxeserver label=$2 stool=$3 sargs=$4 ps=$5 port=$6 ctool=$7 cargs=$8 pings=${9:-}
+	local id=$XP_ID$1-rxeserver label=$2 stool=$3 sargs=$4 ps=$5 port=$6 ctool=$7 cargs=$8 pings=${9:-}
 	local rc_ours=0 rc_theirs=0 wait_s
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-server.log
@@ -481,7 +485,7 @@ cm_case_rxe_server() {  # ID LABEL SERVER "SERVER_ARGS" PS PORT CLIENT "CLIENT_A
 	VM_JOB=/tmp/interop-$id
 	if ! "${VMRUN[@]}" -t 40 - >"$LOGDIR/$id.vm-start.log" 2>&1 7>&- <<-EOF; then
 		rm -f $VM_JOB.*
-		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout --foreground -k 5 $CM_T $stool $sargs 2>&1 </dev/null | cut -c1-200 >$VM_JOB.log; echo \${PIPESTATUS[0]} >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
+		setsid bash -c 'echo \$\$ >$VM_JOB.pid; timeout --foreground -k 5 $CM_T $XP_DIR$stool $sargs 2>&1 </dev/null | cut -c1-200 >$VM_JOB.log; echo \${PIPESTATUS[0]} >$VM_JOB.rc' </dev/null >/dev/null 2>&1 &
 		for i in \$(seq 300); do rdma res show cm_id 2>/dev/null | grep -q "state LISTEN ps $ps .*comm $stool src-addr [^ ]*:$port " && exit 0; [ -f $VM_JOB.rc ] && break; sleep 0.1; done
 		echo "server did not listen on $ps port $port"; cat $VM_JOB.log; exit 1
 	EOF
@@ -510,9 +514,9 @@ cm_case_rxe_server() {  # ID LABEL SERVER "SERVER_ARGS" PS PORT CLIENT "CLIENT_A
 	[ "$stool" = rping ] && st=rping-server ct=rping-client
 	local note="[$sargs | $cargs] rdma-go: $(cm_describe "$ct" "$ol" "$rc_ours"); rxe: $(cm_describe "$st" "$tl" "$rc_theirs")$(drops_note "$drops0")"
 	if cm_side_ok "$ct" "$ol" "$rc_ours" "$pings" && cm_side_ok "$st" "$tl" "$rc_theirs" "$pings"; then
-		record "$stool" "rxe srv, rdma-go cli" "$label" PASS "$note"
+		record "$stool" "$XP_THEIRS srv, rdma-go cli" "$label" PASS "$note"
 	else
-		record "$stool" "rxe srv, rdma-go cli" "$label" FAIL "$note"
+		record "$stool" "$XP_THEIRS srv, rdma-go cli" "$label" FAIL "$note"
 		show_logs "$id" "$ol" "$tl"
 	fi
 }
@@ -729,6 +733,19 @@ kp_section() {
 		udaddy udaddy UDP 7174 0 -b $g|-s $g
 		rdma_server rdma_client TCP - 0 -s $g -p P|-s $g -p P
 	EOF
+	# Across providers: our tools on the soft device in the namespace
+	# against our tools on rxe0 in the guest (provider/kernel): ids
+	# xp-KIND-sSIZE-..., xp-rping-s64-...
+	XP_DIR=$KP/ XP_ID=xp- XP_THEIRS="rdma-go/rxe0"
+	for size in 1 65536; do
+		case_rdmago_server rc "$size"
+		case_rxe_server rc "$size"
+	done
+	case_rdmago_server ud 512
+	case_rxe_server ud 512
+	cm_case_rdmago_server rping-s64 64 rping "-s -a $H -v -C 100" rping "-c -a $H -v -V -C 100" 100
+	cm_case_rxe_server rping-s64 64 rping "-s -a $V -v -C 100" TCP 7174 rping "-c -a $V -v -V -C 100" 100
+	XP_DIR="" XP_ID="" XP_THEIRS=rxe
 }
 kp_section
 rm -rf "$KP_SHARE"
