@@ -1,6 +1,6 @@
 // Package kernel is the kernel provider: it drives the RDMA devices the
 // Linux kernel exposes (/sys/class/infiniband: mlx5, rxe, efa, …) through
-// the system's libibverbs.so.1, loaded at run time with
+// the system's libibverbs.so.1 (and librdmacm.so.1), loaded at run time with
 // github.com/ebitengine/purego. Builds stay cgo-free (CGO_ENABLED=0), and
 // on other systems the provider lists nothing and says why.
 //
@@ -58,6 +58,17 @@
 // SRQ they name) as the soft device does. CQ.Wait without a channel polls
 // with a backoff from 1 µs to 1 ms. Unlike the soft device, arming a CQ
 // that already holds completions raises no event: poll after ReqNotify.
+//
+// # Connections
+//
+// Devices implement provider.CMDevice: their connections are managed by
+// the kernel's rdma_cm through librdmacm.so.1 (CM, loaded on first use).
+// One librdmacm event channel serves the process: its fd waits in the Go
+// poller and one goroutine, living as long as the process, takes each
+// event, copies it and acknowledges it at once, so rdma_destroy_id never
+// waits on the application. QPs are never rdma_create_qp's: package rdmacm
+// creates them with verbs and moves them with rdma_init_qp_attr's
+// attributes, as librdmacm does for QPs it did not create.
 //
 // Build with -tags rdmago_nokernel to leave the provider out of verbs: on
 // Linux the loader links the binary dynamically against libc.
