@@ -11,7 +11,10 @@
 // real UDP on 127.0.0.x. It prints a table with each figure and the ratio
 // RDMA/TCP, or one JSON object with --json.
 //
-// Usage: rdma-bench [-duration 2s | -iters N] [--json] | -version
+// With -d DEVICE the RDMA side runs on that device instead (both QPs on
+// it, over its own address: a kernel device such as rxe0 works).
+//
+// Usage: rdma-bench [-d DEVICE] [-duration 2s | -iters N] [--json] | -version
 package main
 
 import (
@@ -68,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	iters := fs.Int("iters", 0, "operations per workload and transport instead of -duration (messages; round trips for the ping-pong)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	showVersion := fs.Bool("version", false, "print rdma-go's version and exit")
+	device := fs.String("d", "", "run the RDMA side on this device (both QPs on it, e.g. rxe0) instead of two loopback soft devices")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -81,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	b := workload.Budget{Iters: *iters, Duration: *dur}
 	rep := Report{Env: perftest.Environment(), Budget: b.String()}
-	figs, err := measure(b)
+	figs, err := measure(b, *device)
 	if err != nil {
 		fmt.Fprintln(stderr, "rdma-bench:", err)
 		return 1
@@ -97,19 +101,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stdout, "rdma-bench: %s; %s, %d CPUs, %s, rdma-go %s\n", b, rep.Env.CPU, rep.Env.CPUs, rep.Env.GoVersion, rep.Env.RdmaGo)
-	fmt.Fprintf(stdout, "%-38s %16s %16s %10s\n", "workload", "RDMA (soft RoCE)", "Go TCP loopback", "RDMA/TCP")
+	dev := "soft RoCE"
+	if *device != "" {
+		dev = *device
+	}
+	fmt.Fprintf(stdout, "%-38s %16s %16s %10s\n", "workload", "RDMA ("+dev+")", "Go TCP loopback", "RDMA/TCP")
 	for _, f := range figs {
 		fmt.Fprintf(stdout, "%-38s %11.2f %-4s %11.2f %-4s %10.2f  (%s is better)\n", f.Name, f.RDMA, f.Unit, f.TCP, f.Unit, f.Ratio, f.Better)
 	}
 	return 0
 }
 
-func measure(b workload.Budget) ([]Figure, error) {
+func measure(b workload.Budget, device string) ([]Figure, error) {
 	warm := workload.Budget{Iters: warmupIter}
 	var figs []Figure
 
 	// Bandwidth.
-	p, err := workload.NewRCPair(bwWindow*bwSize, 2*bwWindow)
+	p, err := workload.NewRCPair(bwWindow*bwSize, 2*bwWindow, device)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA pair: %w", err)
 	}
@@ -129,7 +137,7 @@ func measure(b workload.Budget) ([]Figure, error) {
 	figs = append(figs, figure("WRITE 64 KiB bandwidth", "MiB/s", "higher", rw.MiBps(), tw.MiBps(), rw, tw))
 
 	// Latency.
-	p, err = workload.NewRCPair(4096, 64)
+	p, err = workload.NewRCPair(4096, 64, device)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA pair: %w", err)
 	}
@@ -150,7 +158,7 @@ func measure(b workload.Budget) ([]Figure, error) {
 	figs = append(figs, figure("SEND 8 B ping-pong latency (one-way)", "usec", "lower", us(rl.HalfRTT()), us(tl.HalfRTT()), rl, tl))
 
 	// Message rate.
-	p, err = workload.NewRCPair(4096, 2*rateList*rateLists)
+	p, err = workload.NewRCPair(4096, 2*rateList*rateLists, device)
 	if err != nil {
 		return nil, fmt.Errorf("RDMA pair: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -109,18 +110,4 @@ func Conformance(t testing.TB) *verbs.Context {
 
 // GIDIndex returns the index of port 1's GID that holds the device's IP
 // address (the RoCEv2 GID a test addresses it by).
-func GIDIndex(c *verbs.Context) (int, error) {
-	a := c.Device().Addr()
-	want := verbs.GIDFromIP(a)
-	pa, err := c.QueryPort(1)
-	if err != nil {
-		return 0, err
-	}
-	for i := range int(pa.GIDTblLen) {
-		g, err := c.QueryGID(1, i)
-		if err == nil && g == want {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("testdev: no GID of %s holds %s", c.Device().Name(), a)
-}
+func GIDIndex(c *verbs.Context) (int, error) { return workload.GIDIndex(c) }

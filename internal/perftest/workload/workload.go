@@ -64,22 +64,37 @@ type End struct {
 	wc  [32]verbs.WC
 }
 
-// Pair is two RC QPs connected to each other over two loopback soft
-// devices (each on its own 127.0.0.x), MTU 4096.
-type Pair struct{ X, Y *End }
+// Pair is two RC QPs connected to each other: over two loopback soft
+// devices (each on its own 127.0.0.x), or both on one named device (a
+// kernel device such as rxe0: two contexts, over its own address), at
+// the port's active MTU.
+type Pair struct {
+	X, Y *End
+	mtu  verbs.MTU
+	gid  int
+}
 
-// NewRCPair opens two loopback devices and connects an RC QP on each.
-func NewRCPair(memSize, sqDepth int) (p *Pair, err error) {
+// NewRCPair connects an RC QP on each of two new loopback devices, or,
+// with device set, two QPs of that device.
+func NewRCPair(memSize, sqDepth int, device string) (p *Pair, err error) {
 	p = &Pair{}
 	defer func() {
 		if err != nil {
 			p.Close()
 		}
 	}()
-	for _, e := range []**End{&p.X, &p.Y} {
-		dev, err := verbs.AddLoopbackDevice(fmt.Sprintf("wl%d", devSeq.Add(1)))
-		if err != nil {
+	var named *verbs.Device
+	if device != "" {
+		if named, err = findDevice(device); err != nil {
 			return p, err
+		}
+	}
+	for _, e := range []**End{&p.X, &p.Y} {
+		dev := named
+		if dev == nil {
+			if dev, err = verbs.AddLoopbackDevice(fmt.Sprintf("wl%d", devSeq.Add(1))); err != nil {
+				return p, err
+			}
 		}
 		x := &End{PSN: rand.Uint32() & 0xFFFFFF}
 		*e = x
@@ -99,25 +114,63 @@ func NewRCPair(memSize, sqDepth int) (p *Pair, err error) {
 			Cap: verbs.QPCap{MaxSendWR: uint32(sqDepth), MaxRecvWR: uint32(sqDepth), MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 			return p, err
 		}
-		if x.GID, err = x.Ctx.QueryGID(1, 1); err != nil {
+		pa, err := x.Ctx.QueryPort(1)
+		if err != nil {
+			return p, err
+		}
+		if p.gid, err = GIDIndex(x.Ctx); err != nil {
+			return p, err
+		}
+		p.mtu = pa.ActiveMTU
+		if x.GID, err = x.Ctx.QueryGID(1, p.gid); err != nil {
 			return p, err
 		}
 	}
-	if err := connect(p.X, p.Y); err != nil {
+	if err := p.connect(p.X, p.Y); err != nil {
 		return p, err
 	}
-	return p, connect(p.Y, p.X)
+	return p, p.connect(p.Y, p.X)
 }
 
-func connect(e, peer *End) error {
+// findDevice returns the device called name.
+func findDevice(name string) (*verbs.Device, error) {
+	ds, err := verbs.Devices()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if d.Name() == name {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("no device %q among %d", name, len(ds))
+}
+
+// GIDIndex returns the index of port 1's GID that holds the device's IP
+// address (the RoCEv2 GID a QP addresses it by).
+func GIDIndex(c *verbs.Context) (int, error) {
+	want := verbs.GIDFromIP(c.Device().Addr())
+	pa, err := c.QueryPort(1)
+	if err != nil {
+		return 0, err
+	}
+	for i := range int(pa.GIDTblLen) {
+		if g, err := c.QueryGID(1, i); err == nil && g == want {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no GID of %s holds its address %s", c.Device().Name(), c.Device().Addr())
+}
+
+func (p *Pair) connect(e, peer *End) error {
 	if err := e.QP.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1,
 		AccessFlags: verbs.AccessRemoteWrite | verbs.AccessRemoteRead},
 		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags); err != nil {
 		return err
 	}
-	if err := e.QP.Modify(&verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: verbs.MTU4096, DestQPN: peer.QP.QPN(),
+	if err := e.QP.Modify(&verbs.QPAttr{State: verbs.QPStateRTR, PathMTU: p.mtu, DestQPN: peer.QP.QPN(),
 		RQPSN: peer.PSN, MaxDestRDAtomic: 1, MinRNRTimer: 12,
-		AH: verbs.AHAttr{IsGlobal: true, PortNum: 1, GRH: verbs.GlobalRoute{DGID: peer.GID, SGIDIndex: 1, HopLimit: 64}}},
+		AH: verbs.AHAttr{IsGlobal: true, PortNum: 1, GRH: verbs.GlobalRoute{DGID: peer.GID, SGIDIndex: uint8(p.gid), HopLimit: 64}}},
 		verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN|
 			verbs.QPAttrMaxDestRDAtomic|verbs.QPAttrMinRNRTimer); err != nil {
 		return err
