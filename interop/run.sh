@@ -581,8 +581,10 @@ cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "
 # rdma-core's and perftest's tools there, over rxe0's loopback to
 # 198.51.100.2 (-g 1 / -x 1). ibv_devinfo (plain and -v): our output must
 # equal rdma-core's byte for byte. Pingpongs: both sides exit 0 and print
-# their iters line. ib_write_bw, ib_send_lat: both sides exit 0 and print a
-# result line. perftest calibrates its CPU clock and, failing that (it can
+# their iters line. The eight perftest tools (ib_write_bw and ib_send_lat at
+# their defaults, the others -n 1000): both sides exit 0 and print a
+# result line (the client alone for READ and atomic latency, whose server
+# is passive). rdma-bench -d rxe0 runs its three workloads. perftest calibrates its CPU clock and, failing that (it can
 # under TCG: r^2 < 0.9), exits 1 with "Can't produce a report" unless given
 # -F; so both sides get -F, and their figures (which may read "inf") are not
 # checked. Ids: kp-devinfo,
@@ -597,7 +599,7 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,rping,ucmatose,udaddy,rdma_server,rdma_client} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client} "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
 		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
@@ -612,7 +614,9 @@ kp_section() {
 		fig() { grep -Em1 "$re" $1 | sed 's/.*= //' | tr -s ' \t' ' ' | sed 's/^ //'; }
 		if [ $m = rdmagoserver ]; then o=$L.srv r=$L.cli; else o=$L.cli r=$L.srv; fi
 		echo "rdma-go: rc=$( [ $m = rdmagoserver ] && echo $src || echo $crc ), $(fig $o); rxe: rc=$( [ $m = rdmagoserver ] && echo $crc || echo $src ), $(fig $r)"
-		ok=1; [ $src = 0 ] && [ $crc = 0 ] && grep -Eq "$re" $L.srv && grep -Eq "$re" $L.cli && ok=0
+		# READ and atomic latency: perftest's passive server prints no result.
+		srvfig=1; case $t in ib_read_lat | ib_atomic_lat) srvfig=0 ;; esac
+		ok=1; [ $src = 0 ] && [ $crc = 0 ] && { [ $srvfig = 0 ] || grep -Eq "$re" $L.srv; } && grep -Eq "$re" $L.cli && ok=0
 		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o; echo "---- rxe"; tail -n 15 $r; fi
 		rm -f $L.srv $L.cli; exit $ok
 	EOF
@@ -683,7 +687,7 @@ kp_section() {
 		else record ibv_devinfo "kernel rxe0${a:+ $a}" - FAIL "differs from rdma-core's (< rdma-core, > rdma-go)"; show_logs "$id" "$LOGDIR/$id.log"; fi
 	done
 	local kind size sizes m tool args label
-	for kind in rc uc ud srq ib_write_bw ib_send_lat; do
+	for kind in rc uc ud srq ib_write_bw ib_send_lat ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_atomic_lat; do
 		case $kind in
 		ud) sizes="1 $((UD_MTU / 2)) $UD_MTU" ;;
 		ib_*) sizes=- ;;
@@ -693,6 +697,7 @@ kp_section() {
 			for m in rdmagoserver rxeserver; do
 				if [[ $kind == ib_* ]]; then
 					tool=$kind id=kp-$kind-$m args="pf -x 1 -F"
+					case $kind in ib_write_bw | ib_send_lat) ;; *) args+=" -n 1000" ;; esac
 				else
 					tool=ibv_${kind}_pingpong id=kp-$kind-s$size-$m args="pp -g 1 -n $ITERS -s $size"
 					[ $kind = srq ] && [ "$size" -gt 4096 ] && args+=" -q $SRQ_BIG_QPS"
@@ -707,6 +712,15 @@ kp_section() {
 			done
 		done
 	done
+	# rdma-bench on rxe0 (both QPs there): id kp-rdma-bench.
+	id=kp-rdma-bench
+	if selected "$id"; then
+		rc=0
+		"${VMRUN[@]}" -t 300 "cp $KP/rdma-bench /tmp/ && /tmp/rdma-bench -d rxe0 -iters 300" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ] && [ "$(grep -c 'is better' "$LOGDIR/$id.log")" = 3 ]; then
+			record rdma-bench "kernel rxe0" - PASS "$(grep -m1 'WRITE 64 KiB' "$LOGDIR/$id.log" | tr -s ' ')"
+		else record rdma-bench "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	fi
 	# The rdma_cm tools through the kernel's rdma_cm (librdmacm.so.1 at
 	# run time), both ways: ids kp-cm-TOOL-rdmagoserver|rxeserver. Columns:
 	# server, client, port space, port (- for a fresh one, P in the
