@@ -3,9 +3,13 @@
 # (the kernel's rdma_rxe and Debian's rdma-core 44 tools) in the lab VM of
 # interop/lab/.
 #
-#   bash interop/run.sh [--down] [--capture] [--only RE] [-n ITERS]
+#   bash interop/run.sh [--down] [--capture] [--perf] [--only RE] [-n ITERS]
 #
 #   --down      stop the VM (lab vm-down.sh) at the end; default: leave it up
+#   --perf      also compare our ib_write_bw and ib_send_lat with perftest's
+#               on the guest's rxe0, 7 interleaved rounds (ids kp-perf-...;
+#               not in CI: the emulated guest's figures are noisy, so run it
+#               on an otherwise idle host)
 #   --capture   tcpdump every pingpong run into the log directory (.pcap)
 #   -n ITERS    iterations per pingpong run (default 100, at least 100)
 #   --only RE   run only the checks whose id matches the extended regexp RE
@@ -36,11 +40,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 LAB=$HERE/lab
 
-DOWN=0 CAPTURE=0 ITERS=100 ONLY=
+DOWN=0 CAPTURE=0 PERF=0 ITERS=100 ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--down) DOWN=1 ;;
 	--capture) CAPTURE=1 ;;
+	--perf) PERF=1 ;;
 	--only)
 		[ $# -ge 2 ] || { echo "interop: --only needs a pattern" >&2; exit 2; }
 		ONLY=$2
@@ -592,6 +597,12 @@ cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "
 # kp-ib_send_lat-... SKIPped (not counted) when the guest has no rxe0.
 KP_SHARE=$RXE_SHARE_DIR/interop-kp.$$
 KP=/host/interop-kp.$$
+# kp_median WHO COL LOG: the median of field COL of LOG's "WHO: ..." lines
+# (numbers only: perftest's "inf" rounds are left out), or nan.
+kp_median() {
+	grep "^$1: " "$3" | awk -v c="$2" '{ v = $(c + 1); if (v ~ /^[0-9.]+$/ && v > 0) print v }' | sort -g |
+		awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 kp_section() {
 	echo
 	if ! "${VMRUN[@]}" -t 30 'test -e /sys/class/infiniband/rxe0' >/dev/null 2>&1 7>&-; then
@@ -747,6 +758,25 @@ kp_section() {
 		udaddy udaddy UDP 7174 0 -b $g|-s $g
 		rdma_server rdma_client TCP - 0 -s $g -p P|-s $g -p P
 	EOF
+	# Performance on rxe0 (--perf): our tool pair against perftest's, same
+	# run, 7 rounds interleaved; the medians' ratio must meet issue 12's
+	# bar: ib_write_bw 64 KiB BW average >= 0.95x perftest's, ib_send_lat
+	# t_typical <= 1.1x perftest's (rounds where perftest's calibration
+	# failed and it printed inf are left out).
+	local t col want out ours theirs ratio
+	for t in ib_write_bw ib_send_lat; do
+		id=kp-perf-$t
+		[ $PERF = 1 ] && selected "$id" || continue
+		if [ $t = ib_write_bw ]; then col=4 want=">= 0.95"; else col=5 want="<= 1.1"; fi
+		rc=0
+		timeout 1500 "${VMRUN[@]}" -t 1400 "bash $KP/kpperf.sh $t 7 -x 1 -F" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		ours=$(kp_median ours $col "$LOGDIR/$id.log") theirs=$(kp_median perftest $col "$LOGDIR/$id.log")
+		ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "nan"; else printf "%.3f", a / b }')
+		out="ours $ours, perftest $theirs (medians of $(grep -c '^ours: [0-9]' "$LOGDIR/$id.log" || true) and $(grep -c '^perftest: [0-9]' "$LOGDIR/$id.log" || true) rounds): ratio $ratio, want $want"
+		if [ $rc = 0 ] && [ "$ratio" != nan ] && awk -v r="$ratio" -v w="$want" 'BEGIN { split(w, x, " "); exit !(x[1] == ">=" ? r >= x[2] : r <= x[2]) }'; then
+			record "$t" "kernel rxe0: perf" - PASS "$out"
+		else record "$t" "kernel rxe0: perf" - FAIL "rc=$rc $out"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done
 	# Across providers: our tools on the soft device in the namespace
 	# against our tools on rxe0 in the guest (provider/kernel): ids
 	# xp-KIND-sSIZE-..., xp-rping-s64-...
