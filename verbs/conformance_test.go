@@ -99,6 +99,14 @@ func TestConformanceQuery(t *testing.T) {
 // immediate arrive whole, in order, with their lengths and immediates.
 func TestConformanceRCSend(t *testing.T) {
 	a, b := conformancePair(t)
+	qa, _, err := a.qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qa.State != verbs.QPStateRTS || qa.DestQPN != b.qp.QPN() || qa.SQPSN != a.psn || qa.RQPSN != b.psn ||
+		qa.AH.GRH.DGID != b.gid || qa.Timeout != 14 || qa.RetryCnt != 7 {
+		t.Fatalf("QP.Query after connecting: %+v", qa)
+	}
 	sizes := []int{1, 4096 + 17, 60 << 10}
 	for i, n := range sizes {
 		b.postRecv(t, uint64(i), 0, len(b.buf))

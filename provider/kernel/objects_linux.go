@@ -579,13 +579,14 @@ func (q *qp) query(mask provider.QPAttrMask) (*cQPAttr, error) {
 	return a, err
 }
 
+// Query returns every attribute ibv_query_qp reports (the address
+// vectors included).
 func (q *qp) Query() (provider.QPAttr, error) {
-	a, err := q.query(provider.QPAttrState | provider.QPAttrRQPSN | provider.QPAttrSQPSN)
+	a, err := q.query(provider.QPAttrAll &^ provider.QPAttrRateLimit)
 	if err != nil {
 		return provider.QPAttr{}, err
 	}
-	return provider.QPAttr{State: provider.QPState(a.QPState), RQPSN: a.RQPSN, SQPSN: a.SQPSN,
-		SQDraining: a.SQDraining != 0}, nil
+	return fromCQPAttr(a), nil
 }
 
 // Modify converts the attributes and calls ibv_modify_qp.
