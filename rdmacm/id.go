@@ -64,16 +64,17 @@ type ID struct {
 	ownCQs         bool
 	srq            *verbs.SRQ
 
-	conn *ibcm.Conn
+	conn      *ibcm.Conn
+	respRes   uint8 // negotiated: reads/atomics we answer
+	initDepth uint8 // negotiated: reads/atomics we issue
+	psn       uint32
+	qkey      uint32
+
 	// kid is the id of an outside CM (kernelcm.go) that runs this id's
 	// connection, on a kernel device; listenKIDs listen for a wildcard.
 	kid        provider.CMID
 	listenKIDs []provider.CMID
 	req        ConnParam // a passive kernel id's request
-	respRes    uint8     // negotiated: reads/atomics we answer
-	initDepth  uint8     // negotiated: reads/atomics we issue
-	psn        uint32
-	qkey       uint32
 
 	backlog    int
 	pending    int
