@@ -455,28 +455,10 @@ func TestUD(t *testing.T) {
 // each way, Close from the dialer, Done on the acceptor.
 func TestDialListen(t *testing.T) {
 	srv, cli := newDevice(t), newDevice(t)
-	ctx := tctx(t)
 	l, err := rdmacm.Listen(netip.AddrPortFrom(srv, 0).String(), &rdmacm.Options{PrivateData: []byte("server says hi")})
 	must(t, err)
 	defer l.Close()
-	acc := make(chan *rdmacm.Conn, 1)
-	errc := make(chan error, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		acc <- c
-	}()
-	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Options{Source: cli, PrivateData: []byte("client says hi")})
-	must(t, err)
-	var s *rdmacm.Conn
-	select {
-	case s = <-acc:
-	case err := <-errc:
-		t.Fatal(err)
-	}
+	c, s := dialAccept(t, l, &rdmacm.Options{Source: cli, PrivateData: []byte("client says hi")})
 	if !bytes.HasPrefix(c.PeerPrivateData(), []byte("server says hi")) || !bytes.HasPrefix(s.PeerPrivateData(), []byte("client says hi")) {
 		t.Fatal("private data")
 	}
@@ -492,6 +474,30 @@ func TestDialListen(t *testing.T) {
 		t.Fatal("acceptor did not see the disconnect")
 	}
 	must(t, s.Close())
+}
+
+// dialAccept dials l with opts while l accepts, and returns both ends.
+func dialAccept(t *testing.T, l *rdmacm.Listener, opts *rdmacm.Options) (c, s *rdmacm.Conn) {
+	t.Helper()
+	ctx := tctx(t)
+	acc := make(chan *rdmacm.Conn, 1)
+	errc := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			errc <- err
+			return
+		}
+		acc <- c
+	}()
+	c, err := rdmacm.Dial(ctx, l.Addr().String(), opts)
+	must(t, err)
+	select {
+	case s = <-acc:
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	return c, s
 }
 
 // exchange sends msg from a to b.

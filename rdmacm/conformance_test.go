@@ -186,28 +186,10 @@ func TestConformanceCMUD(t *testing.T) {
 // connected QPs that carry a SEND each way, and a Close the peer sees.
 func TestConformanceCMDial(t *testing.T) {
 	addr := conformanceAddr(t)
-	ctx := tctx(t)
 	l, err := rdmacm.Listen(netip.AddrPortFrom(addr, 0).String(), nil)
 	must(t, err)
 	defer l.Close()
-	acc := make(chan *rdmacm.Conn, 1)
-	errc := make(chan error, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		acc <- c
-	}()
-	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Options{Source: addr})
-	must(t, err)
-	var s *rdmacm.Conn
-	select {
-	case s = <-acc:
-	case err := <-errc:
-		t.Fatal(err)
-	}
+	c, s := dialAccept(t, l, &rdmacm.Options{Source: addr})
 	exchange(t, c, s, "one way")
 	exchange(t, s, c, "and back")
 	must(t, c.Close())
