@@ -19,6 +19,11 @@ const stallTimeout = 120 * time.Second
 // running.
 const spinPolls = 64
 
+// spinCheck is how often, in empty polls, a busy-polling loop (a device
+// outside the process, see session.busyPoll) looks up from the CQ: at its
+// deadline, its context, the peer and a stall.
+const spinCheck = 1024
+
 var monoBase = time.Now()
 
 // nowNS is a monotonic clock in nanoseconds: perftest's get_cycles with a
@@ -114,10 +119,36 @@ func (d *durClock) result() *durResult {
 // (duration mode). It busy-polls briefly, yielding, then blocks.
 func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error) {
 	spins := 0
+	var since time.Time
 	for {
 		n, err := cq.Poll(wc)
 		if err != nil || n > 0 {
 			return n, err
+		}
+		if s.busyPoll && !s.cfg.Events {
+			// As perftest: poll without pause; the device needs no CPU
+			// of this process. Look up now and then.
+			if spins++; spins%spinCheck != 0 {
+				continue
+			}
+			now := time.Now()
+			if since.IsZero() {
+				since = now
+			}
+			if !until.IsZero() && !now.Before(until) {
+				return 0, nil
+			}
+			if err := s.stopped(); err != nil {
+				return 0, err
+			}
+			s.watchPeer()
+			if left, gone := s.peerLeft(); gone && left <= 0 {
+				return 0, s.errPeerGone()
+			}
+			if now.Sub(since) < stallTimeout {
+				continue
+			}
+			return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
 		}
 		if !until.IsZero() && !time.Now().Before(until) {
 			return 0, nil

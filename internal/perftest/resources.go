@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -69,6 +70,8 @@ func (s *session) openDevice() error {
 		fmt.Fprintf(s.stderr, " Couldn't get context for the device: %v\n", err)
 		return errQuiet("")
 	}
+	_, inProcess := s.vctx.Provider().(*soft.Context)
+	s.busyPoll = !inProcess
 	return nil
 }
 

@@ -92,6 +92,11 @@ type session struct {
 	inline    int
 	size      uint64
 	recv      []*recvState
+	// busyPoll: the device runs outside this process (a kernel device),
+	// so the data loops poll without pause, as perftest does; a soft
+	// device's receive path runs in this process and needs the loops to
+	// yield and block.
+	busyPoll bool
 
 	peerVersion string
 	result      Result
