@@ -17,7 +17,9 @@
 #               KIND-sSIZE-rxeserver, e.g. 'srq-s65536-rxe'; CM tools:
 #               rping-s64, rping-s65535, rping-q, ucmatose, ucmatose-c4,
 #               udaddy, rdma_server, each -rdmagoserver or -rxeserver, and
-#               nolistener-TOOL); for debugging
+#               nolistener-TOOL; kernel provider: kp-..., kp-cm-...,
+#               kp-conformance-..., kp-perf-... (with --perf); across
+#               providers: xp-...); for debugging
 #
 # For ibv_{rc,uc,ud,srq}_pingpong and three message sizes each, both
 # directions (rdma-go server + rxe client, rxe server + rdma-go client): both
@@ -589,10 +591,10 @@ cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "
 # their iters line. The eight perftest tools (ib_write_bw and ib_send_lat at
 # their defaults, the others -n 1000): both sides exit 0 and print a
 # result line (the client alone for READ and atomic latency, whose server
-# is passive). rdma-bench -d rxe0 runs its three workloads. perftest calibrates its CPU clock and, failing that (it can
-# under TCG: r^2 < 0.9), exits 1 with "Can't produce a report" unless given
-# -F; so both sides get -F, and their figures (which may read "inf") are not
-# checked. Ids: kp-devinfo,
+# is passive). rdma-bench -d rxe0 runs its three workloads. perftest
+# calibrates its CPU clock and, failing that (it can under TCG: r^2 < 0.9),
+# exits 1 with "Can't produce a report" unless given -F; so both sides get
+# -F, and their figures (which may read "inf") are not checked. Ids: kp-devinfo,
 # kp-devinfo-v, kp-KIND-sSIZE-rdmagoserver|rxeserver, kp-ib_write_bw-...,
 # kp-ib_send_lat-... SKIPped (not counted) when the guest has no rxe0.
 KP_SHARE=$RXE_SHARE_DIR/interop-kp.$$
