@@ -2,8 +2,11 @@ package verbs_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
@@ -257,4 +260,53 @@ func TestConformanceUD(t *testing.T) {
 		t.Fatalf("UD receive: %+v", wc)
 	}
 	checkBytes(t, "datagram", b.buf[verbs.GRHLen:verbs.GRHLen+n], a.buf[:n])
+}
+
+// TestConformanceCQWait: CQ.Wait on a CQ made without a channel returns
+// once a completion arrives (not before), leaves it for Poll, and honours
+// its context.
+func TestConformanceCQWait(t *testing.T) {
+	a, b := conformanceEnds(t)
+	cfg := conformanceConfig(t, a.ctx)
+	cq, err := b.ctx.CreateCQ(16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := b.pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: b.scq, RecvCQ: cq, Cap: cfg.Cap})
+	if err != nil {
+		cq.Destroy()
+		t.Fatal(err)
+	}
+	b.qp.Destroy()
+	b.qp = qp
+	t.Cleanup(func() { b.qp.Destroy(); b.qp = nil; cq.Destroy() }) // before b.close
+	if err := connectQP(a.qp, a.psn, b.info(), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := connectQP(b.qp, b.psn, a.info(), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := cq.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on an empty CQ: %v, want the context's deadline", err)
+	}
+	b.postRecv(t, 7, 0, 64)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- cq.Wait(ctx)
+	}()
+	time.Sleep(20 * time.Millisecond) // let the Wait sleep first
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(0, 8)}})
+	if err := <-done; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	var wc [2]verbs.WC
+	n, err := cq.Poll(wc[:])
+	if err != nil || n != 1 {
+		t.Fatalf("Poll after Wait: %d completions, %v", n, err)
+	}
+	checkWC(t, wc[0], 7, verbs.WCSuccess, verbs.WCRecv)
 }

@@ -55,9 +55,12 @@
 // duplicated, made non-blocking and waited on in the Go runtime's poller:
 // CompChannel.GetEvent honours its context.Context, and a goroutine per
 // context delivers asynchronous events (with the owner of the QP, CQ or
-// SRQ they name) as the soft device does. CQ.Wait without a channel polls
-// with a backoff from 1 µs to 1 ms. Unlike the soft device, arming a CQ
-// that already holds completions raises no event: poll after ReqNotify.
+// SRQ they name) as the soft device does. A CQ created without a channel
+// gets one of its own, on which CQ.Wait sleeps (arm, poll, wait for the
+// fd); on a CQ of the application's channel CQ.Wait polls with a backoff
+// from 1 µs to 1 ms, since the channel's events are the application's.
+// Unlike the soft device, arming a CQ that already holds completions
+// raises no event: poll after ReqNotify.
 //
 // # Connections
 //

@@ -161,7 +161,8 @@ const cqBatch = 32
 type cq struct {
 	c        *Context
 	cq       uintptr
-	ch       *compChannel
+	ch       *compChannel // the application's, or nil
+	own      *compChannel // Wait's, when the application gave none
 	overflow atomic.Bool
 
 	mu        sync.Mutex
@@ -181,14 +182,25 @@ func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provide
 			return nil, provider.Errorf(provider.ErrInvalidArgument, "completion channel belongs to another context")
 		}
 		q.ch, chp = kc, kc.ch
+	} else {
+		// A channel of its own lets Wait sleep until the device signals
+		// instead of polling.
+		oc, err := c.CreateCompChannel()
+		if err != nil {
+			return nil, err
+		}
+		q.own = oc.(*compChannel)
+		chp = q.own.ch
 	}
 	var err error
 	if q.wcs, err = newScratch(cqBatch * int(unsafe.Sizeof(cWC{}))); err != nil {
+		q.destroyOwn()
 		return nil, err
 	}
 	r, errno := c.lib.callErrno(c.lib.createCQ, c.ctx, uintptr(cqe), 0, chp, 0)
 	if r == 0 {
 		q.wcs.free()
+		q.destroyOwn()
 		return nil, provider.Errorf(errnoBase(errno), "ibv_create_cq(%d): %v", cqe, errno)
 	}
 	q.cq = r
@@ -247,34 +259,36 @@ func fromCWC(w *provider.WC, c *cWC) {
 		DLIDPathBits: c.DLIDPathBits}
 }
 
-// Wait polls until a completion is queued (keeping it for the next Poll),
-// backing off from 1 µs to 1 ms between polls. Event-driven waits go
-// through a completion channel.
+// Wait returns when a completion is queued (keeping it for the next
+// Poll). A CQ created without a channel has one of its own: Wait arms the
+// CQ, polls once more (a completion that came before arming raises no
+// event) and sleeps on the channel's fd in the Go poller. A CQ on the
+// application's channel cannot take its events, so Wait polls, backing
+// off from 1 µs to 1 ms; event-driven waits there go through the channel.
 func (q *cq) Wait(ctx context.Context) error {
 	sleep := time.Microsecond
 	var t *time.Timer
-	for {
-		q.mu.Lock()
-		if q.destroyed {
-			q.mu.Unlock()
-			return provider.Errorf(provider.ErrClosed, "CQ destroyed")
+	for armed := false; ; {
+		if got, err := q.pollOne(); got || err != nil {
+			return err
 		}
-		if len(q.pending) > 0 {
-			q.mu.Unlock()
-			return nil
-		}
-		r := int32(call(q.c.pollCQ, q.cq, 1, q.wcs.addr(0)))
-		if r > 0 {
-			var w provider.WC
-			fromCWC(&w, (*cWC)(unsafe.Pointer(&q.wcs.mem[0])))
-			q.pending = append(q.pending, w)
-		}
-		q.mu.Unlock()
-		if r != 0 {
-			if r < 0 {
-				return provider.Errorf(provider.ErrNoDevice, "ibv_poll_cq: %d", r)
+		if q.own != nil {
+			if !armed {
+				if err := rcErr(call(q.c.reqNotifyCQ, q.cq, 0), "ibv_req_notify_cq"); err != nil {
+					return err
+				}
+				armed = true
+				continue
 			}
-			return nil
+			if _, err := q.own.GetEvent(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return provider.Errorf(provider.ErrClosed, "CQ destroyed")
+			}
+			q.AckEvents(1)
+			armed = false
+			continue
 		}
 		if t == nil {
 			t = time.NewTimer(sleep)
@@ -288,6 +302,36 @@ func (q *cq) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 		sleep = min(2*sleep, time.Millisecond)
+	}
+}
+
+// pollOne polls one completion into pending, unless one is there.
+func (q *cq) pollOne() (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.destroyed {
+		return false, provider.Errorf(provider.ErrClosed, "CQ destroyed")
+	}
+	if len(q.pending) > 0 {
+		return true, nil
+	}
+	r := int32(call(q.c.pollCQ, q.cq, 1, q.wcs.addr(0)))
+	if r < 0 {
+		return false, provider.Errorf(provider.ErrNoDevice, "ibv_poll_cq: %d", r)
+	}
+	if r > 0 {
+		var w provider.WC
+		fromCWC(&w, (*cWC)(unsafe.Pointer(&q.wcs.mem[0])))
+		q.pending = append(q.pending, w)
+	}
+	return r > 0, nil
+}
+
+// destroyOwn destroys the CQ's own channel, if any (a Wait sleeping on it
+// returns; q.own stays set, as a Wait may still read it).
+func (q *cq) destroyOwn() {
+	if q.own != nil {
+		q.own.Destroy()
 	}
 }
 
@@ -319,6 +363,7 @@ func (q *cq) Destroy() error {
 	q.destroyed = true
 	q.c.dropOwner(q.cq)
 	q.wcs.free()
+	q.destroyOwn()
 	return nil
 }
 
