@@ -128,7 +128,7 @@ func (id *ID) kernelResolveLocked(cm provider.CM, src, dst netip.AddrPort, timeo
 		if id.bound { // a wildcard port binding moves to the kernel's CM
 			unbindPort(id)
 			id.bound = false
-			src = netip.AddrPortFrom(id.src.Addr(), id.src.Port())
+			src = id.src
 		}
 		id.kid = k
 	}
@@ -145,8 +145,9 @@ func (id *ID) kernelResolveLocked(cm provider.CM, src, dst netip.AddrPort, timeo
 	return nil
 }
 
-// kernelListenLocked listens on the kernel's CMs for the wildcard-bound
-// id's port; it returns how many CMs listen.
+// kernelListenLocked listens: an id bound to a kernel device's address on
+// its CMID, a wildcard-bound id on every outside CM at its port. It
+// returns how many CMs listen.
 func (id *ID) kernelListenLocked(backlog int) (int, error) {
 	if id.kid != nil {
 		if err := id.kid.Listen(backlog); err != nil {
