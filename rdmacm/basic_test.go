@@ -184,3 +184,36 @@ func TestNoListener(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestMigrateMovesQueuedEvents: an event queued on the old channel and not
+// yet taken moves with the id (the kernel's ucma moves them too), so none
+// is lost to a Migrate that races the peer (seen: a DISCONNECTED posted
+// just before cmatose -m migrated).
+func TestMigrateMovesQueuedEvents(t *testing.T) {
+	srvAddr, cliAddr := newDevice(t), newDevice(t)
+	ctx := tctx(t)
+	a, err := rdmacm.CreateEventChannel()
+	must(t, err)
+	defer a.Destroy()
+	b, err := rdmacm.CreateEventChannel()
+	must(t, err)
+	defer b.Destroy()
+	other, err := rdmacm.CreateID(a, nil, rdmacm.PSTCP)
+	must(t, err)
+	defer other.Destroy()
+	id, err := rdmacm.CreateID(a, nil, rdmacm.PSTCP)
+	must(t, err)
+	defer id.Destroy()
+	must(t, other.ResolveAddr(ctx, netip.AddrPortFrom(cliAddr, 0), netip.AddrPortFrom(srvAddr, 7471), time.Second))
+	must(t, id.ResolveAddr(ctx, netip.AddrPortFrom(cliAddr, 0), netip.AddrPortFrom(srvAddr, 7471), time.Second))
+	must(t, id.Migrate(b))
+	if ev := next(t, b, rdmacm.EventAddrResolved); ev.ID != id {
+		t.Fatalf("the migrated channel gave an event of %p, want %p", ev.ID, id)
+	}
+	if ev := next(t, a, rdmacm.EventAddrResolved); ev.ID != other {
+		t.Fatalf("the old channel gave an event of %p, want the other id's", ev.ID)
+	}
+	if ev, ok, _ := a.TryGetCMEvent(); ok {
+		t.Fatalf("the old channel kept %v", ev)
+	}
+}

@@ -48,6 +48,36 @@ func (ch *EventChannel) post(ev *Event) {
 	}
 }
 
+// postAll queues evs, in order.
+func (ch *EventChannel) postAll(evs []*Event) {
+	for _, ev := range evs {
+		ch.post(ev)
+	}
+}
+
+// take removes and returns, in order, the queued events of id: those
+// about it, and the CONNECT_REQUESTs of a listening id.
+func (ch *EventChannel) take(id *ID) []*Event {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	var out []*Event
+	kept := ch.q[:0]
+	for _, ev := range ch.q {
+		owner := ev.ID
+		if ev.ListenID != nil {
+			owner = ev.ListenID
+		}
+		if owner == id {
+			out = append(out, ev)
+		} else {
+			kept = append(kept, ev)
+		}
+	}
+	clear(ch.q[len(kept):])
+	ch.q = kept
+	return out
+}
+
 // GetCMEvent returns the next event (rdma_get_cm_event), blocking until one
 // arrives, the channel is destroyed or ctx is done.
 func (ch *EventChannel) GetCMEvent(ctx context.Context) (*Event, error) {

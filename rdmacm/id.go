@@ -41,6 +41,9 @@ func (s cmaState) String() string { return stateNames[s] }
 // ID is a connection manager identifier (struct rdma_cm_id): one
 // connection, one listener, or one UD endpoint.
 type ID struct {
+	// postMu orders posting the id's events against Migrate (taken
+	// before mu).
+	postMu sync.Mutex
 	mu     sync.Mutex
 	ch     *EventChannel
 	sink   sink
@@ -198,18 +201,30 @@ type Route struct {
 // Route returns the resolved route (rdma_cm_id.route).
 func (id *ID) Route() Route { id.mu.Lock(); defer id.mu.Unlock(); return Route{Path: id.path} }
 
-// post hands an event to the id's channel (or hook). Call it without the
-// id's lock.
+// post hands an event of the id (for a CONNECT_REQUEST: of the listening
+// id) to its channel (or hook). Call it without the id's lock. On a
+// channel it posts under postMu, so that Migrate moves either the event
+// or none of it.
 func (id *ID) post(ev *Event) {
+	id.postMu.Lock()
 	id.mu.Lock()
 	s := id.sink
 	id.mu.Unlock()
-	s.post(ev)
+	if ch, ok := s.(*EventChannel); ok {
+		ch.post(ev)
+		id.postMu.Unlock()
+		return
+	}
+	id.postMu.Unlock()
+	s.post(ev) // a hook: user code, never under a lock
 }
 
-// Migrate moves the id's future events to ch (rdma_migrate_id); a nil ch
-// makes it synchronous.
+// Migrate moves the id's events to ch (rdma_migrate_id), those already
+// queued on its channel and not yet taken too, as the kernel's ucma does;
+// a nil ch makes it synchronous.
 func (id *ID) Migrate(ch *EventChannel) error {
+	id.postMu.Lock()
+	defer id.postMu.Unlock()
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.destroyed {
@@ -220,6 +235,9 @@ func (id *ID) Migrate(ch *EventChannel) error {
 		id.sync = true
 	} else {
 		id.sync = false
+	}
+	if old, ok := id.sink.(*EventChannel); ok && old != ch {
+		ch.postAll(old.take(id))
 	}
 	id.ch, id.sink = ch, ch
 	return nil
@@ -933,7 +951,6 @@ func (d *device) onRequest(c *ibcm.Conn, ev *ibcm.Event) error {
 		nid.sink = nid.ch
 	}
 	out := &Event{ID: nid, ListenID: lid, Type: EventConnectRequest}
-	lsink := lid.sink
 	lid.mu.Unlock()
 	if sidr {
 		out.UD = UDParam{PrivateData: clone(pdata[mad.CMAHeaderLen:])}
@@ -949,7 +966,7 @@ func (d *device) onRequest(c *ibcm.Conn, ev *ibcm.Event) error {
 	}
 	nid.routed = true
 	c.SetHandler(nid.cmEvent)
-	lsink.post(out)
+	lid.post(out)
 	return nil
 }
 
@@ -1032,10 +1049,9 @@ func (id *ID) cmEvent(c *ibcm.Conn, ev *ibcm.Event) error {
 			out = &Event{ID: id, Type: EventUnreachable, Status: etimedout}
 		}
 	}
-	s := id.sink
 	id.mu.Unlock()
 	if out != nil {
-		s.post(out)
+		id.post(out)
 	}
 	return nil
 }

@@ -370,9 +370,8 @@ func (id *ID) kernelEvent(ce provider.CMEvent) {
 	case EventDisconnected:
 		id.state = stDisconnect
 	}
-	s := id.sink
 	id.mu.Unlock()
-	s.post(out)
+	id.post(out)
 }
 
 // kernelAddrResolvedLocked takes the device and addresses the CM resolved.
@@ -430,10 +429,9 @@ func (lid *ID) kernelRequest(ce provider.CMEvent) {
 		nid.sink = nid.ch
 	}
 	out := &Event{ID: nid, ListenID: lid, Type: EventConnectRequest, Conn: ce.Conn, UD: ce.UD}
-	lsink := lid.sink
 	k.SetEvents(nid.kernelEvent)
 	lid.mu.Unlock()
-	lsink.post(out)
+	lid.post(out)
 }
 
 // kernelInitQPLocked takes a new QP of a kernel id to INIT (a UD QP on
