@@ -118,14 +118,6 @@ func (d *durClock) result() *durResult {
 // poll returns at least one completion of cq, or 0 once until has passed
 // (duration mode). It busy-polls briefly, yielding, then blocks.
 func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error) {
-	return s.pollWhile(cq, wc, until, false)
-}
-
-// pollWhile is poll; idle says the caller has nothing to do until a
-// completion comes (its send queue is full), so that even on a device
-// outside the process the loop may sleep on the CQ after a few polls: a
-// spinning process takes CPU a software device in the kernel (rxe) needs.
-func (s *session) pollWhile(cq *verbs.CQ, wc []verbs.WC, until time.Time, idle bool) (int, error) {
 	spins := 0
 	var since time.Time
 	for {
@@ -133,7 +125,7 @@ func (s *session) pollWhile(cq *verbs.CQ, wc []verbs.WC, until time.Time, idle b
 		if err != nil || n > 0 {
 			return n, err
 		}
-		if s.busyPoll && !s.cfg.Events && !idle {
+		if s.busyPoll && !s.cfg.Events {
 			// As perftest: poll without pause; the device needs no CPU
 			// of this process. Look up now and then.
 			if spins++; spins%spinCheck != 0 {
@@ -412,7 +404,7 @@ func (s *session) runBWClient() (*BWTiming, error) {
 			}
 		}
 		if bw.totC < bw.tot || (bw.clk.on && bw.totC < bw.totS) {
-			n, err := s.pollWhile(s.sendCQ, bw.wc, bw.clk.deadline(), bw.full())
+			n, err := s.poll(s.sendCQ, bw.wc, bw.clk.deadline())
 			if err != nil {
 				return nil, err
 			}
@@ -458,17 +450,6 @@ func (s *session) newBWSender(wcs int) *bwSender {
 	b.wrapEvery = uint64(s.cycle) / b.step
 	b.stepAddrs = b.pl == 1 && s.size <= uint64(s.cycle/2)
 	return b
-}
-
-// full reports whether no QP can post more now (each has tx_depth work
-// requests outstanding, or all its iterations posted).
-func (b *bwSender) full() bool {
-	for q := range b.st {
-		if (b.scnt[q] < b.iters || b.clk.on) && b.scnt[q]-b.ccnt[q]+b.pl <= uint64(b.s.cfg.TxDepth) {
-			return false
-		}
-	}
-	return true
 }
 
 // post keeps QP q's window of tx_depth full, signaling one in cq_mod
