@@ -465,6 +465,13 @@ func TestDialListen(t *testing.T) {
 	if c.RemoteAddr() != l.Addr() || s.RemoteAddr() != c.LocalAddr() || c.QP().State() != verbs.QPStateRTS {
 		t.Fatalf("addresses %v %v %v", c.RemoteAddr(), s.RemoteAddr(), c.LocalAddr())
 	}
+	exchangeAndClose(t, c, s)
+}
+
+// exchangeAndClose sends a message each way between the dialer c and the
+// acceptor s, closes c and waits for s to see it.
+func exchangeAndClose(t *testing.T, c, s *rdmacm.Conn) {
+	t.Helper()
 	exchange(t, c, s, "one way")
 	exchange(t, s, c, "and back")
 	must(t, c.Close())

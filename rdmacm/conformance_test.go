@@ -190,13 +190,5 @@ func TestConformanceCMDial(t *testing.T) {
 	must(t, err)
 	defer l.Close()
 	c, s := dialAccept(t, l, &rdmacm.Options{Source: addr})
-	exchange(t, c, s, "one way")
-	exchange(t, s, c, "and back")
-	must(t, c.Close())
-	select {
-	case <-s.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("acceptor did not see the disconnect")
-	}
-	must(t, s.Close())
+	exchangeAndClose(t, c, s)
 }
