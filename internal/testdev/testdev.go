@@ -89,23 +89,16 @@ func Conformance(t testing.TB) *verbs.Context {
 	if name == "" {
 		return Device(t, "cf")
 	}
-	ds, err := verbs.Devices()
+	d, err := workload.FindDevice(name)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%s: %v", DeviceEnv, name, err)
 	}
-	for _, d := range ds {
-		if d.Name() != name {
-			continue
-		}
-		c, err := d.Open()
-		if err != nil {
-			t.Fatalf("%s=%s: %v", DeviceEnv, name, err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+	c, err := d.Open()
+	if err != nil {
+		t.Fatalf("%s=%s: %v", DeviceEnv, name, err)
 	}
-	t.Fatalf("%s=%s: no such device (have %d devices)", DeviceEnv, name, len(ds))
-	return nil
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // GIDIndex returns the index of port 1's GID that holds the device's IP

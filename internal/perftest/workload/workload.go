@@ -85,7 +85,7 @@ func NewRCPair(memSize, sqDepth int, device string) (p *Pair, err error) {
 	}()
 	var named *verbs.Device
 	if device != "" {
-		if named, err = findDevice(device); err != nil {
+		if named, err = FindDevice(device); err != nil {
 			return p, err
 		}
 	}
@@ -132,8 +132,8 @@ func NewRCPair(memSize, sqDepth int, device string) (p *Pair, err error) {
 	return p, p.connect(p.Y, p.X)
 }
 
-// findDevice returns the device called name.
-func findDevice(name string) (*verbs.Device, error) {
+// FindDevice returns the device called name.
+func FindDevice(name string) (*verbs.Device, error) {
 	ds, err := verbs.Devices()
 	if err != nil {
 		return nil, err
