@@ -310,3 +310,101 @@ func TestConformanceCQWait(t *testing.T) {
 	}
 	checkWC(t, wc[0], 7, verbs.WCSuccess, verbs.WCRecv)
 }
+
+// TestConformanceRCLists: one PostSend of a WRITE, a SEND gathered from
+// three pieces and a READ, all in order; the SEND scattered into a receive
+// of two pieces; and an inline SEND, whose data is taken when it is posted.
+func TestConformanceRCLists(t *testing.T) {
+	a, b := conformancePair(t)
+	fill(a.buf[:3000], 5)
+	for i := range 900 {
+		a.buf[10000+i] = byte(i)
+	}
+	fill(b.buf[40000:40500], 6)
+	if err := b.qp.PostRecv(verbs.RecvWR{ID: 1, SGL: []verbs.SGE{b.mr.SGE(20000, 500), b.mr.SGE(30000, 1000)}}); err != nil {
+		t.Fatal(err)
+	}
+	a.post(t,
+		verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.mr.SGE(0, 3000)},
+			RemoteAddr: b.mr.Addr() + 100, RKey: b.mr.RKey()},
+		verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{a.mr.SGE(10000, 300), a.mr.SGE(10300, 1), a.mr.SGE(10301, 599)}},
+		verbs.SendWR{ID: 3, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{a.mr.SGE(50000, 500)}, RemoteAddr: b.mr.Addr() + 40000, RKey: b.mr.RKey()})
+	wcs := a.sendWCs(t, 2)
+	checkWC(t, wcs[0], 2, verbs.WCSuccess, verbs.WCSend)
+	checkWC(t, wcs[1], 3, verbs.WCSuccess, verbs.WCRDMARead)
+	checkBytes(t, "written", b.buf[100:3100], a.buf[:3000])
+	checkBytes(t, "read", a.buf[50000:50500], b.buf[40000:40500])
+	wc := b.recvWCs(t, 1)[0]
+	checkWC(t, wc, 1, verbs.WCSuccess, verbs.WCRecv)
+	if wc.ByteLen != 900 {
+		t.Fatalf("gathered SEND: byte_len %d, want 900", wc.ByteLen)
+	}
+	checkBytes(t, "scattered, first piece", b.buf[20000:20500], a.buf[10000:10500])
+	checkBytes(t, "scattered, second piece", b.buf[30000:30400], a.buf[10500:10900])
+
+	b.postRecv(t, 2, 0, 64)
+	fill(a.buf[60000:60040], 8)
+	want := bytes.Clone(a.buf[60000:60040])
+	a.post(t, verbs.SendWR{ID: 4, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
+		SGL: []verbs.SGE{a.mr.SGE(60000, 40)}})
+	fill(a.buf[60000:60040], 9) // the device took the data when it was posted
+	a.sendWC(t, 4, verbs.WCSend)
+	if wc := b.recvWCs(t, 1)[0]; wc.ByteLen != 40 {
+		t.Fatalf("inline SEND: %+v", wc)
+	}
+	checkBytes(t, "inline SEND", b.buf[:40], want)
+}
+
+// TestConformancePostErrors: a chain longer than the send queue stops with
+// ErrNoMemory at the first work request that does not fit (the ones before
+// it run), and a work request with more SGEs than the QP takes is refused
+// with ErrInvalidArgument; the QP keeps working.
+func TestConformancePostErrors(t *testing.T) {
+	a, b := conformancePair(t)
+	attr, _, err := a.qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrs := make([]verbs.SendWR, 4096)
+	for i := range wrs {
+		wrs[i] = verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.mr.SGE(i%1000, 1)},
+			RemoteAddr: b.mr.Addr() + uint64(i%1000), RKey: b.mr.RKey()}
+	}
+	err = a.qp.PostSend(wrs...)
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) || !errors.Is(err, verbs.ErrNoMemory) || pe.Index < int(attr.Cap.MaxSendWR) || pe.Index >= len(wrs) {
+		t.Fatalf("posting %d WRITEs to a send queue of %d: %v, want a PostError wrapping ErrNoMemory at an index in [%d, %d)",
+			len(wrs), attr.Cap.MaxSendWR, err, attr.Cap.MaxSendWR, len(wrs))
+	}
+	t.Logf("send queue of %d took %d of %d", attr.Cap.MaxSendWR, pe.Index, len(wrs))
+
+	sgl := make([]verbs.SGE, attr.Cap.MaxSendSGE+1)
+	for i := range sgl {
+		sgl[i] = a.mr.SGE(i, 1)
+	}
+	err = a.qp.PostSend(verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: sgl})
+	if !errors.As(err, &pe) || !errors.Is(err, verbs.ErrInvalidArgument) || pe.Index != 0 {
+		t.Fatalf("a SEND of %d SGEs on a QP of %d: %v, want ErrInvalidArgument at index 0", len(sgl), attr.Cap.MaxSendSGE, err)
+	}
+
+	// The queue drains (the WRITEs were unsignaled): a signaled WRITE
+	// posted once there is room completes, after all of them.
+	deadline := time.Now().Add(wcTimeout)
+	fill(a.buf[2000:2100], 3)
+	last := verbs.SendWR{ID: 99, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, SGL: []verbs.SGE{a.mr.SGE(2000, 100)},
+		RemoteAddr: b.mr.Addr() + 2000, RKey: b.mr.RKey()}
+	for {
+		err := a.qp.PostSend(last)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, verbs.ErrNoMemory) || time.Now().After(deadline) {
+			t.Fatalf("posting after the queue was full: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a.sendWC(t, 99, verbs.WCRDMAWrite)
+	checkBytes(t, "written", b.buf[2000:2100], a.buf[2000:2100])
+}

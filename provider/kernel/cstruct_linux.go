@@ -258,12 +258,16 @@ type cAsyncEvent struct {
 
 // Offsets of the fields read from objects libibverbs allocates.
 const (
-	compChannelFD = 8  // struct ibv_comp_channel.fd
-	cqCQE         = 28 // struct ibv_cq.cqe
-	qpQPNum       = 52 // struct ibv_qp.qp_num
-	qpState       = 56 // struct ibv_qp.state
-	mrAddr        = 16 // struct ibv_mr.addr
-	mrLKey        = 36 // struct ibv_mr.lkey
-	mrRKey        = 40 // struct ibv_mr.rkey
-	mwRKey        = 16 // struct ibv_mw.rkey
+	compChannelFD = 8   // struct ibv_comp_channel.fd
+	cqCQE         = 28  // struct ibv_cq.cqe
+	qpQPNum       = 52  // struct ibv_qp.qp_num
+	qpState       = 56  // struct ibv_qp.state
+	qpHandle      = 48  // struct ibv_qp.handle
+	ctxCmdFD      = 264 // struct ibv_context.cmd_fd
+	sizeofQPEx    = 352 // sizeof(struct ibv_qp_ex)
+	sizeofCQEx    = 288 // sizeof(struct ibv_cq_ex)
+	mrAddr        = 16  // struct ibv_mr.addr
+	mrLKey        = 36  // struct ibv_mr.lkey
+	mrRKey        = 40  // struct ibv_mr.rkey
+	mwRKey        = 16  // struct ibv_mw.rkey
 )

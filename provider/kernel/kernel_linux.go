@@ -187,6 +187,8 @@ type Context struct {
 	// The inline verbs' function pointers, from ctx->ops.
 	pollCQ, reqNotifyCQ, postSend, postRecv, postSRQRecv uintptr
 
+	rxe bool // an rdma_rxe device: CQs and QPs use its rings directly (rxe_linux.go)
+
 	mu      sync.Mutex
 	closed  bool
 	owners  map[uintptr]any // ibv_cq/ibv_qp/ibv_srq → owner, for async events
@@ -208,6 +210,7 @@ func (d *Device) Open(events func(provider.AsyncEvent)) (provider.Context, error
 	op := func(off uintptr) uintptr { return *(*uintptr)(cptr(ctx + off)) }
 	c.pollCQ, c.reqNotifyCQ = op(ctxOpsPollCQ), op(ctxOpsReqNotifyCQ)
 	c.postSend, c.postRecv, c.postSRQRecv = op(ctxOpsPostSend), op(ctxOpsPostRecv), op(ctxOpsPostSRQRecv)
+	c.rxe = c.isRXE()
 	fd := int(*(*int32)(cptr(ctx + ctxAsyncFD)))
 	f, err := pollableDup(fd, "async:"+d.name)
 	if err != nil {

@@ -170,6 +170,7 @@ type cq struct {
 	wcs       scratch    // [cqBatch]cWC
 	pending   []provider.WC
 	destroyed bool
+	ring      rxeRing // rxe's completion ring, when the fast path applies
 }
 
 // CreateCQ creates a completion queue (ibv_create_cq).
@@ -205,6 +206,7 @@ func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provide
 	}
 	q.cq = r
 	q.pending = make([]provider.WC, 0, 1)
+	q.findRXERing()
 	c.mu.Lock()
 	c.owners[r] = owner
 	c.cqs[r] = q
@@ -228,6 +230,9 @@ func (q *cq) Poll(wc []provider.WC) (int, error) {
 	if len(q.pending) > 0 && len(wc) > 0 {
 		got = copy(wc, q.pending)
 		q.pending = q.pending[:copy(q.pending, q.pending[got:])]
+	}
+	if q.ring.base != 0 {
+		return got + q.pollRing(wc[got:]), nil
 	}
 	cw := (*[cqBatch]cWC)(unsafe.Pointer(&q.wcs.mem[0]))
 	for got < len(wc) {
@@ -315,6 +320,14 @@ func (q *cq) pollOne() (bool, error) {
 	if len(q.pending) > 0 {
 		return true, nil
 	}
+	if q.ring.base != 0 {
+		var w [1]provider.WC
+		if q.pollRing(w[:]) == 0 {
+			return false, nil
+		}
+		q.pending = append(q.pending, w[0])
+		return true, nil
+	}
 	r := int32(call(q.c.pollCQ, q.cq, 1, q.wcs.addr(0)))
 	if r < 0 {
 		return false, provider.Errorf(provider.ErrNoDevice, "ibv_poll_cq: %d", r)
@@ -347,8 +360,14 @@ func (q *cq) ReqNotify(solicitedOnly bool) error {
 
 func (q *cq) AckEvents(n int) { call(q.c.lib.ackCQEvents, q.cq, uintptr(n)) }
 
+// Resize resizes the CQ (ibv_resize_cq); rxe moves the ring, so the
+// fast path finds it again.
 func (q *cq) Resize(cqe int) error {
-	return rcErr(call(q.c.lib.resizeCQ, q.cq, uintptr(cqe)), "ibv_resize_cq")
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	err := rcErr(call(q.c.lib.resizeCQ, q.cq, uintptr(cqe)), "ibv_resize_cq")
+	q.findRXERing()
+	return err
 }
 
 func (q *cq) Destroy() error {
@@ -547,11 +566,14 @@ type qp struct {
 
 	smu     sync.Mutex
 	sargs   [3]uintptr
-	smem    scratch // bad pointer, [batch]cSendWR, [batch*sge]cSGE
+	smem    scratch // bad pointer, [batch]cSendWR, [batch*sge]cSGE, cPostSend
 	sbatch  int
 	ssge    int
 	swrOff  int
 	ssgeOff int
+	sdbOff  int
+
+	rxe rxeQP // rxe's rings, when the fast path applies
 }
 
 // CreateQP creates a queue pair (ibv_create_qp).
@@ -586,6 +608,7 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 		return nil, provider.Errorf(errnoBase(errno), "ibv_create_qp: %v", errno)
 	}
 	q.qp, q.qpn = r, *(*uint32)(cptr(r + qpQPNum))
+	q.findRXERings(init, ia.Cap)
 	p.c.setOwner(r, owner)
 	return q, nil
 }
@@ -599,8 +622,9 @@ func (q *qp) initScratch(c provider.QPCap) error {
 	q.sbatch, q.ssge = min(max(int(c.MaxSendWR), 1), postBatch), max(int(c.MaxSendSGE), 1)
 	q.swrOff = 8
 	q.ssgeOff = q.swrOff + q.sbatch*int(unsafe.Sizeof(cSendWR{}))
+	q.sdbOff = q.ssgeOff + q.sbatch*q.ssge*int(unsafe.Sizeof(cSGE{}))
 	var err error
-	if q.smem, err = newScratch(q.ssgeOff + q.sbatch*q.ssge*int(unsafe.Sizeof(cSGE{}))); err != nil {
+	if q.smem, err = newScratch(q.sdbOff + int(unsafe.Sizeof(cPostSend{}))); err != nil {
 		q.rs.mem.free()
 		return err
 	}
@@ -663,6 +687,9 @@ func bswap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<
 func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 	q.smu.Lock()
 	defer q.smu.Unlock()
+	if q.rxe.sq.base != 0 && rxeSendable(wrs) {
+		return q.postSendRing(wrs)
+	}
 	cws := unsafe.Slice((*cSendWR)(unsafe.Pointer(&q.smem.mem[q.swrOff])), q.sbatch)
 	sges := unsafe.Slice((*cSGE)(unsafe.Pointer(&q.smem.mem[q.ssgeOff])), q.sbatch*q.ssge)
 	wrBase, sgeBase := q.smem.addr(q.swrOff), q.smem.addr(q.ssgeOff)
@@ -727,6 +754,11 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 
 // PostRecv is PostSend's counterpart through ctx->ops.post_recv.
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
+	if q.rxe.rq.base != 0 {
+		q.rs.mu.Lock()
+		defer q.rs.mu.Unlock()
+		return q.postRecvRing(wrs)
+	}
 	return q.rs.post(q.p.c.postRecv, q.qp, wrs)
 }
 

@@ -252,6 +252,68 @@ func layouts() []layout {
 		{"ibv_mr", "lkey", mrLKey},
 		{"ibv_mr", "rkey", mrRKey},
 		{"ibv_mw", "rkey", mwRKey},
+		{"ibv_qp", "handle", qpHandle},
+		{"ibv_context", "cmd_fd", ctxCmdFD},
+		{"ibv_qp_ex", "", sizeofQPEx},
+		{"ibv_cq_ex", "", sizeofCQEx},
+	}
+}
+
+// rxeLayouts are the facts of <rdma/rdma_user_rxe.h> (the kernel's ABI
+// for rxe's rings) and of the uverbs write command the rxe fast path
+// relies on.
+func rxeLayouts() []layout {
+	var (
+		sw rxeSendWQE
+		rw rxeRecvWQE
+		dm rxeDMA
+		ps cPostSend
+	)
+	return []layout{
+		{"rxe_send_wqe", "", unsafe.Sizeof(sw)},
+		{"rxe_send_wqe", "wr.wr_id", unsafe.Offsetof(sw.WRID)},
+		{"rxe_send_wqe", "wr.opcode", unsafe.Offsetof(sw.Opcode)},
+		{"rxe_send_wqe", "wr.send_flags", unsafe.Offsetof(sw.SendFlags)},
+		{"rxe_send_wqe", "wr.ex.imm_data", unsafe.Offsetof(sw.Ex)},
+		{"rxe_send_wqe", "wr.ex.invalidate_rkey", unsafe.Offsetof(sw.Ex)},
+		{"rxe_send_wqe", "wr.wr.rdma.remote_addr", unsafe.Offsetof(sw.RemoteAddr)},
+		{"rxe_send_wqe", "wr.wr.rdma.rkey", unsafe.Offsetof(sw.CompareAdd)},
+		{"rxe_send_wqe", "wr.wr.atomic.remote_addr", unsafe.Offsetof(sw.RemoteAddr)},
+		{"rxe_send_wqe", "wr.wr.atomic.compare_add", unsafe.Offsetof(sw.CompareAdd)},
+		{"rxe_send_wqe", "wr.wr.atomic.swap", unsafe.Offsetof(sw.Swap)},
+		{"rxe_send_wqe", "wr.wr.atomic.rkey", unsafe.Offsetof(sw.AtomicRKey)},
+		{"rxe_send_wr", "", unsafe.Offsetof(sw.Status)},
+		{"rxe_send_wqe", "status", unsafe.Offsetof(sw.Status)},
+		{"rxe_send_wqe", "state", unsafe.Offsetof(sw.State)},
+		{"rxe_send_wqe", "iova", unsafe.Offsetof(sw.IOVA)},
+		{"rxe_send_wqe", "mask", unsafe.Offsetof(sw.Mask)},
+		{"rxe_send_wqe", "ssn", unsafe.Offsetof(sw.SSN)},
+		{"rxe_send_wqe", "has_rd_atomic", unsafe.Offsetof(sw.HasRDAtom)},
+		{"rxe_send_wqe", "dma", unsafe.Offsetof(sw.DMA)},
+		{"rxe_send_wqe", "dma.sge", unsafe.Sizeof(sw)},
+		{"rxe_send_wqe", "dma.inline_data", unsafe.Sizeof(sw)},
+		{"rxe_recv_wqe", "", unsafe.Sizeof(rw)},
+		{"rxe_recv_wqe", "wr_id", unsafe.Offsetof(rw.WRID)},
+		{"rxe_recv_wqe", "dma", unsafe.Offsetof(rw.DMA)},
+		{"rxe_recv_wqe", "dma.sge", unsafe.Sizeof(rw)},
+		{"rxe_dma_info", "", unsafe.Sizeof(dm)},
+		{"rxe_dma_info", "length", unsafe.Offsetof(dm.Length)},
+		{"rxe_dma_info", "resid", unsafe.Offsetof(dm.Resid)},
+		{"rxe_dma_info", "cur_sge", unsafe.Offsetof(dm.CurSGE)},
+		{"rxe_dma_info", "num_sge", unsafe.Offsetof(dm.NumSGE)},
+		{"rxe_dma_info", "sge_offset", unsafe.Offsetof(dm.SGEOffset)},
+		{"rxe_sge", "", unsafe.Sizeof(cSGE{})},
+		{"mminfo", "size", 8},
+		{"rxe_queue_buf", "log2_elem_size", rxeQLog2ElemSize},
+		{"rxe_queue_buf", "index_mask", rxeQIndexMask},
+		{"rxe_queue_buf", "producer_index", rxeQProducer},
+		{"rxe_queue_buf", "consumer_index", rxeQConsumer},
+		{"rxe_queue_buf", "data", rxeQData},
+		{"ib_uverbs_post_send", "", unsafe.Offsetof(ps.Resp) - unsafe.Offsetof(ps.Response)},
+		{"ib_uverbs_cmd_hdr", "", unsafe.Offsetof(ps.Response)},
+		{"ib_uverbs_post_send", "qp_handle", unsafe.Offsetof(ps.QPHandle) - 8},
+		{"ib_uverbs_post_send", "wqe_size", unsafe.Offsetof(ps.WQESize) - 8},
+		{"ib_uverbs_post_send_resp", "", 4},
 	}
 }
 
@@ -367,6 +429,14 @@ func TestCLayouts(t *testing.T) {
 		maps.Copy(enums, cmEnums)
 	} else {
 		t.Log("no <rdma/rdma_cma.h> (install librdmacm-dev): the kernel CM's layouts are not checked")
+	}
+	if _, err := os.Stat("/usr/include/rdma/rdma_user_rxe.h"); err == nil {
+		src.WriteString("#include <rdma/ib_user_verbs.h>\n#include <rdma/rdma_user_rxe.h>\n")
+		ls = append(ls, rxeLayouts()...)
+		enums = maps.Clone(enums)
+		enums["IB_USER_VERBS_CMD_POST_SEND"] = ibUserVerbsCmdPostSend
+	} else {
+		t.Log("no <rdma/rdma_user_rxe.h>: the rxe fast path's layouts are not checked")
 	}
 	src.WriteString("int main(void) {\n")
 	for _, l := range ls {
