@@ -359,7 +359,7 @@ func TestConformanceRCLists(t *testing.T) {
 
 // TestConformancePostErrors: a chain longer than the send queue stops with
 // ErrNoMemory at the first work request that does not fit (the ones before
-// it run), and a work request with more SGEs than the QP takes is refused
+// it run) unless the device drains the queue meanwhile, and a work request with more SGEs than the QP takes is refused
 // with ErrInvalidArgument; the QP keeps working.
 func TestConformancePostErrors(t *testing.T) {
 	a, b := conformancePair(t)
@@ -372,13 +372,20 @@ func TestConformancePostErrors(t *testing.T) {
 		wrs[i] = verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.mr.SGE(i%1000, 1)},
 			RemoteAddr: b.mr.Addr() + uint64(i%1000), RKey: b.mr.RKey()}
 	}
+	// A provider that posts a long chain in pieces, ringing the doorbell
+	// after each, may see the device drain the queue as fast as it fills
+	// (rxe through rdma-core's C provider does): then all of them fit.
 	err = a.qp.PostSend(wrs...)
 	var pe *verbs.PostError
-	if !errors.As(err, &pe) || !errors.Is(err, verbs.ErrNoMemory) || pe.Index < int(attr.Cap.MaxSendWR) || pe.Index >= len(wrs) {
+	switch {
+	case err == nil:
+		t.Logf("send queue of %d took all %d: the device drained it while the chain was posted", attr.Cap.MaxSendWR, len(wrs))
+	case !errors.As(err, &pe) || !errors.Is(err, verbs.ErrNoMemory) || pe.Index < int(attr.Cap.MaxSendWR):
 		t.Fatalf("posting %d WRITEs to a send queue of %d: %v, want a PostError wrapping ErrNoMemory at an index in [%d, %d)",
 			len(wrs), attr.Cap.MaxSendWR, err, attr.Cap.MaxSendWR, len(wrs))
+	default:
+		t.Logf("send queue of %d took %d of %d", attr.Cap.MaxSendWR, pe.Index, len(wrs))
 	}
-	t.Logf("send queue of %d took %d of %d", attr.Cap.MaxSendWR, pe.Index, len(wrs))
 
 	sgl := make([]verbs.SGE, attr.Cap.MaxSendSGE+1)
 	for i := range sgl {
