@@ -24,12 +24,6 @@ const spinPolls = 64
 // deadline, its context, the peer and a stall.
 const spinCheck = 1024
 
-var monoBase = time.Now()
-
-// nowNS is a monotonic clock in nanoseconds: perftest's get_cycles with a
-// 1 GHz "cycle".
-func nowNS() int64 { return int64(time.Since(monoBase)) }
-
 // Duration-mode states (perftest's START_STATE … END_STATE).
 const (
 	stStart = iota
