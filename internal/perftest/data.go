@@ -13,16 +13,14 @@ import (
 // (perftest's check_alive gives up after 120 s without a message).
 const stallTimeout = 120 * time.Second
 
-// spinPolls is how many empty polls a loop makes, yielding each time,
-// before it blocks on the CQ: a goroutine that never blocks would keep
-// Go's network poller, and so the soft device's receive path, from
-// running.
-const spinPolls = 64
-
-// spinCheck is how often, in empty polls, a busy-polling loop (a device
-// outside the process, see session.busyPoll) looks up from the CQ: at its
-// deadline, its context, the peer and a stall.
+// spinCheck is how often, in empty polls, a polling loop looks up from
+// the CQ: at its deadline, its context, the peer and a stall.
 const spinCheck = 1024
+
+// yieldEvery is how often, in empty polls, a loop on a soft device yields
+// the P: often enough for the device's timers and receive goroutine, rarely
+// enough to keep the loop's reaction time that of a spin.
+const yieldEvery = 16
 
 // Duration-mode states (perftest's START_STATE … END_STATE).
 const (
@@ -110,7 +108,8 @@ func (d *durClock) result() *durResult {
 }
 
 // poll returns at least one completion of cq, or 0 once until has passed
-// (duration mode). It busy-polls briefly, yielding, then blocks.
+// (duration mode). It polls without pause, as perftest does, or with -e
+// blocks on the CQ's events.
 func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error) {
 	spins := 0
 	var since time.Time
@@ -119,9 +118,15 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 		if err != nil || n > 0 {
 			return n, err
 		}
-		if s.busyPoll && !s.cfg.Events {
-			// As perftest: poll without pause; the device needs no CPU
-			// of this process. Look up now and then.
+		if !s.cfg.Events {
+			// As perftest: poll without pause (-e blocks instead). A
+			// soft device runs in this process: now and then an empty
+			// poll yields the P, so that its goroutines (timers, and
+			// the receive path when polling the CQ does not drive it)
+			// run beside this loop. Look up now and then.
+			if s.inProcess && spins%yieldEvery == 0 {
+				runtime.Gosched()
+			}
 			if spins++; spins%spinCheck != 0 {
 				continue
 			}
@@ -147,12 +152,6 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 		if !until.IsZero() && !time.Now().Before(until) {
 			return 0, nil
 		}
-		if !s.cfg.Events && spins < spinPolls {
-			spins++
-			runtime.Gosched()
-			continue
-		}
-		spins = 0
 		wait := stallTimeout
 		if !until.IsZero() {
 			wait = min(wait, time.Until(until))

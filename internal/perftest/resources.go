@@ -70,8 +70,7 @@ func (s *session) openDevice() error {
 		fmt.Fprintf(s.stderr, " Couldn't get context for the device: %v\n", err)
 		return errQuiet("")
 	}
-	_, inProcess := s.vctx.Provider().(*soft.Context)
-	s.busyPoll = !inProcess
+	_, s.inProcess = s.vctx.Provider().(*soft.Context)
 	return nil
 }
 

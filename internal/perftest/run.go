@@ -92,11 +92,10 @@ type session struct {
 	inline    int
 	size      uint64
 	recv      []*recvState
-	// busyPoll: the device runs outside this process (a kernel device),
-	// so the data loops poll without pause, as perftest does; a soft
-	// device's receive path runs in this process and needs the loops to
-	// yield and block.
-	busyPoll bool
+	// inProcess: the device is a soft device, running in this process;
+	// the polling loops yield the P at each empty poll so that its
+	// goroutines run.
+	inProcess bool
 
 	peerVersion string
 	result      Result
