@@ -13,15 +13,6 @@ import (
 // (perftest's check_alive gives up after 120 s without a message).
 const stallTimeout = 120 * time.Second
 
-// spinCheck is how often, in empty polls, a polling loop looks up from
-// the CQ: at its deadline, its context, the peer and a stall.
-const spinCheck = 1024
-
-// yieldEvery is how often, in empty polls, a loop on a soft device yields
-// the P: often enough for the device's timers and receive goroutine, rarely
-// enough to keep the loop's reaction time that of a spin.
-const yieldEvery = 16
-
 // Duration-mode states (perftest's START_STATE … END_STATE).
 const (
 	stStart = iota
@@ -111,7 +102,7 @@ func (d *durClock) result() *durResult {
 // (duration mode). It polls without pause, as perftest does, or with -e
 // blocks on the CQ's events.
 func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error) {
-	spins := 0
+	sp := s.spinner
 	var since time.Time
 	for {
 		n, err := cq.Poll(wc)
@@ -119,15 +110,8 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			return n, err
 		}
 		if !s.cfg.Events {
-			// As perftest: poll without pause (-e blocks instead). A
-			// soft device runs in this process: now and then an empty
-			// poll yields the P, so that its goroutines (timers, and
-			// the receive path when polling the CQ does not drive it)
-			// run beside this loop. Look up now and then.
-			if s.inProcess && spins%yieldEvery == 0 {
-				runtime.Gosched()
-			}
-			if spins++; spins%spinCheck != 0 {
+			// As perftest: poll without pause (-e blocks instead).
+			if !sp.Empty() {
 				continue
 			}
 			now := time.Now()

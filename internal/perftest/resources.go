@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdma-go/rdma-go/provider/soft"
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -70,7 +70,7 @@ func (s *session) openDevice() error {
 		fmt.Fprintf(s.stderr, " Couldn't get context for the device: %v\n", err)
 		return errQuiet("")
 	}
-	_, s.inProcess = s.vctx.Provider().(*soft.Context)
+	s.spinner = spin.For(s.vctx)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -92,10 +93,8 @@ type session struct {
 	inline    int
 	size      uint64
 	recv      []*recvState
-	// inProcess: the device is a soft device, running in this process;
-	// the polling loops yield the P at each empty poll so that its
-	// goroutines run.
-	inProcess bool
+	// spinner paces the polling loops (a copy each).
+	spinner spin.Spinner
 
 	peerVersion string
 	result      Result

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -379,7 +379,7 @@ func (s *state) dataPhase(ctx context.Context) error {
 	}
 	start := time.Now()
 	rcnt, scnt := 0, 0
-	events, spins := 0, 0
+	events, sp := 0, spin.For(s.ctx)
 	// Poll as many completions at once as the C tools do: rc/uc/ud_pingpong
 	// two, srq_pingpong num_qp + rx_depth. With -e this matters: a CQ event
 	// comes only for a completion added after the CQ was armed, so
@@ -409,20 +409,15 @@ func (s *state) dataPhase(ctx context.Context) error {
 			return fmt.Errorf("poll CQ failed %d", n)
 		}
 		if n == 0 {
-			// Busy-poll like the C tool for a while, then block until
-			// a completion arrives: a goroutine that never blocks keeps
-			// Go's network poller, and so the device, from running.
-			if spins++; spins < 64 {
-				runtime.Gosched()
-				continue
-			}
-			spins = 0
-			if err := s.cq.Wait(ctx); err != nil {
-				return err
+			// Poll without pause, as the C tool does.
+			if sp.Empty() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
 			continue
 		}
-		spins = 0
+		sp.Reset()
 		for i := 0; i < n; i++ {
 			w := &wc[i]
 			if w.Status != verbs.WCSuccess {

@@ -1,0 +1,49 @@
+// Package spin paces the tools' loops that poll a CQ without pause, as
+// rdma-core's and perftest's tools do: on a soft device, which runs in the
+// tool's own process, the loop yields the P now and then so that the
+// device's goroutines (timers, and its receive path when polling the CQ
+// does not drive it) run beside it; and now and then the loop looks up from
+// the CQ, at its deadline, its context and its peer.
+package spin
+
+import (
+	"runtime"
+
+	"github.com/rdma-go/rdma-go/provider/soft"
+	"github.com/rdma-go/rdma-go/verbs"
+)
+
+const (
+	// yieldEvery is how often, in empty polls, a loop on a soft device
+	// yields: often enough for the device's goroutines, rarely enough to
+	// keep the loop's reaction time that of a spin.
+	yieldEvery = 16
+	// checkEvery is how often, in empty polls, Empty tells the loop to
+	// look up.
+	checkEvery = 1024
+)
+
+// Spinner counts one loop's empty polls.
+type Spinner struct {
+	yield bool
+	n     int
+}
+
+// For returns a Spinner for loops that poll CQs of ctx's device.
+func For(ctx *verbs.Context) Spinner {
+	_, inProcess := ctx.Provider().(*soft.Context)
+	return Spinner{yield: inProcess}
+}
+
+// Empty records an empty poll, yielding the P if it is time, and reports
+// whether the loop should look up from the CQ now.
+func (s *Spinner) Empty() bool {
+	s.n++
+	if s.yield && s.n%yieldEvery == 0 {
+		runtime.Gosched()
+	}
+	return s.n%checkEvery == 0
+}
+
+// Reset starts counting again, after a poll that found something.
+func (s *Spinner) Reset() { s.n = 0 }
