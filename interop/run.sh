@@ -679,18 +679,21 @@ kp_section() {
 	say "kernel provider (provider/kernel, libibverbs.so.1 at run time) on the guest's rxe0: our tools in the VM against rdma-core's and perftest's there"
 	local id out rc a
 	# The conformance tests of verbs, rdmacm and provider/kernel
-	# (TestConformance*), built with go test -c, run on rxe0: ids
-	# kp-conformance-verbs|rdmacm|kernel.
-	local pkg base
-	for pkg in verbs rdmacm provider/kernel; do
-		base=${pkg##*/} id=kp-conformance-${pkg##*/}
+	# (TestConformance*), built with go test -c, run on rxe0, verbs' also
+	# without the rxe fast path: ids
+	# kp-conformance-verbs|rdmacm|kernel|verbs-nofast.
+	local pkg base env
+	for pkg in verbs rdmacm provider/kernel verbs-nofast; do
+		base=${pkg##*/} env=
+		if [ "$pkg" = verbs-nofast ]; then base=verbs env=RDMA_GO_RXE_FASTPATH=off; fi
+		id=kp-conformance-${pkg##*/}
 		selected "$id" || continue
 		rc=0
-		(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$KP_SHARE/$base.test" "./$pkg") >"$LOGDIR/$id.log" 2>&1 &&
-			"${VMRUN[@]}" -t 300 "cp $KP/$base.test /tmp/ && cd /tmp && RDMA_GO_TEST_DEVICE=rxe0 ./$base.test -test.run Conformance -test.v -test.timeout 240s" >>"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$KP_SHARE/$base.test" "./${pkg%-nofast}") >"$LOGDIR/$id.log" 2>&1 &&
+			"${VMRUN[@]}" -t 300 "cp $KP/$base.test /tmp/ && cd /tmp && $env RDMA_GO_TEST_DEVICE=rxe0 ./$base.test -test.run Conformance -test.v -test.timeout 240s" >>"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
 		out="$(grep -c '^--- PASS' "$LOGDIR/$id.log" || true) passed, $(grep -c '^--- FAIL' "$LOGDIR/$id.log" || true) failed, $(grep -c '^--- SKIP' "$LOGDIR/$id.log" || true) skipped"
-		if [ $rc = 0 ]; then record "go test $base" "kernel rxe0" - PASS "TestConformance*: $out"
-		else record "go test $base" "kernel rxe0" - FAIL "rc=$rc TestConformance*: $out"; show_logs "$id" "$LOGDIR/$id.log"; fi
+		if [ $rc = 0 ]; then record "go test $base" "kernel rxe0${env:+ $env}" - PASS "TestConformance*: $out"
+		else record "go test $base" "kernel rxe0${env:+ $env}" - FAIL "rc=$rc TestConformance*: $out"; show_logs "$id" "$LOGDIR/$id.log"; fi
 	done
 	for a in "" -v; do
 		id=kp-devinfo$a
