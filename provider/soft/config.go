@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/provider"
 	"github.com/rdma-go/rdma-go/provider/soft/internal/softdev"
 	"github.com/rdma-go/rdma-go/wire"
@@ -348,6 +349,9 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		run *softdev.Device
 		err error
 	)
+	if err := capture.StartFromEnv(); err != nil {
+		return nil, provider.Errorf(provider.ErrInvalidArgument, "%v", err)
+	}
 	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid, OnPortDown: d.portDown}
 	if p := os.Getenv(PortEnv); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdma-go/rdma-go/engine"
 	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/provider/soft/gsi"
 	"github.com/rdma-go/rdma-go/wire"
@@ -76,6 +77,9 @@ type Device struct {
 	lastPoll  atomic.Int64
 	loopKick  chan struct{}
 	holdTimer *time.Timer
+	// detach ends the capture package's knowledge of this device's
+	// address.
+	detach func()
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -99,6 +103,8 @@ func Start(l link.Link, opts Options) *Device {
 	if raceEnabled {
 		send = raceLink{l}
 	}
+	send = tapSender{send, l.LocalAddr()}
+	d.detach = capture.Attach(l.LocalAddr().Addr())
 	d.host = engine.NewHost(engine.HostConfig{
 		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
@@ -300,6 +306,9 @@ func (d *Device) drainLocked(now time.Time) (int, error) {
 		if raceEnabled {
 			netSlot(d.Addr()).Load()
 		}
+		if capture.Active() {
+			capture.Received(d.prx.d[:got])
+		}
 		if d.host.ReceivePolled(now, d.prx.d[:got]) {
 			d.deferAcks(now)
 		}
@@ -389,6 +398,9 @@ func (d *Device) process(batch []link.Datagram) {
 	}
 	now := time.Now()
 	d.acksSince.Store(0) // Receive sends those Poll left pending too
+	if capture.Active() {
+		capture.Received(batch)
+	}
 	d.host.Receive(now, batch)
 	if d.gsi != nil {
 		d.gsi.Poll(now)
@@ -446,6 +458,7 @@ func (d *Device) Close() error {
 	d.once.Do(func() {
 		close(d.done)
 		unregister(d)
+		d.detach()
 		err = d.link.Close()
 		d.wg.Wait()
 		if d.gsi != nil {
@@ -487,6 +500,21 @@ func (l raceLink) Send(batch []link.Datagram) error {
 		}
 	}
 	return l.Link.Send(batch)
+}
+
+// tapSender is the engine's sender: it records what was sent while a
+// capture runs (package capture).
+type tapSender struct {
+	engine.Sender
+	local netip.AddrPort
+}
+
+func (t tapSender) Send(batch []link.Datagram) error {
+	err := t.Sender.Send(batch)
+	if capture.Active() {
+		capture.Sent(t.local, batch)
+	}
+	return err
 }
 
 // QPTimer drives one QP's engine deadlines with a real timer.
