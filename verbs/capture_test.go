@@ -1,24 +1,13 @@
 package verbs_test
 
 import (
-	"encoding/binary"
-	"io"
-	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
-
+	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/verbs"
-	"github.com/rdma-go/rdma-go/wire"
 )
 
 // TestCaptureRCTraffic: a capture of a 64 KiB RDMA WRITE (sent with GSO,
@@ -53,45 +42,7 @@ func TestCaptureRCTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pr, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aa, ba := a.ctx.Device().Addr(), b.ctx.Device().Addr()
-	ops := map[byte]int{}
-	total := 0
-	for range 100000 {
-		data, _, err := pr.ReadPacketData()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		total++
-		p := gopacket.NewPacket(data, layers.LinkTypeRaw, gopacket.Default)
-		v4, _ := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-		u, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
-		if v4 == nil || u == nil {
-			t.Fatalf("packet %d: not IPv4/UDP: %v", total, p)
-		}
-		src, _ := netip.AddrFromSlice(v4.SrcIP)
-		dst, _ := netip.AddrFromSlice(v4.DstIP)
-		if (src != aa || dst != ba) && (src != ba || dst != aa) {
-			continue // another test's devices
-		}
-		pl := u.Payload
-		if len(pl) < 16 || binary.LittleEndian.Uint32(pl[len(pl)-4:]) !=
-			wire.ICRCWithIPv4ID(src, dst, v4.Id, uint16(u.SrcPort), uint16(u.DstPort), pl[:len(pl)-4]) {
-			t.Fatalf("packet %d (%v → %v, ID %#x, %d bytes): ICRC not valid for its headers", total, src, dst, v4.Id, len(pl))
-		}
-		ops[pl[0]]++
-	}
+	ops, _ := testdev.CheckPcap(t, path, a.ctx.Device().Addr(), b.ctx.Device().Addr())
 	// RC opcodes: WRITE FIRST 0x06, MIDDLE 0x07, LAST 0x08, SEND ONLY
 	// 0x04, ACKNOWLEDGE 0x11.
 	mid := n/4096 - 2
@@ -99,22 +50,4 @@ func TestCaptureRCTraffic(t *testing.T) {
 		t.Fatalf("captured opcodes %v: want one WRITE FIRST, %d MIDDLE, one LAST, one SEND ONLY and ACKs", ops, mid)
 	}
 
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Log("no tshark: the capture's decoding by Wireshark is not checked")
-		return
-	}
-	count := func(filter string) int {
-		t.Helper()
-		out, err := exec.Command(tshark, "-r", path, "-Y", filter, "-T", "fields", "-e", "frame.number").Output()
-		if err != nil {
-			t.Fatalf("tshark -Y %q: %v", filter, err)
-		}
-		return len(strings.Fields(string(out)))
-	}
-	ib, bad := count("infiniband"), count("_ws.malformed || _ws.expert.severity >= error")
-	if ib != total || bad != 0 {
-		t.Fatalf("tshark: %d of %d packets decode as InfiniBand, %d malformed or in error", ib, total, bad)
-	}
-	t.Logf("tshark: all %s packets InfiniBand, none malformed", strconv.Itoa(total))
 }
