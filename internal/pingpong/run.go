@@ -96,6 +96,7 @@ type state struct {
 	routs   int // receives posted (per QP, or on the SRQ)
 	gid     verbs.GID
 	portMTU int
+	roce    bool // the port's link layer is Ethernet (RoCE): GIDs are required
 }
 
 // Run runs one side of the pingpong. Errors carry the C tools' messages.
@@ -118,6 +119,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	if cfg.Host != "" {
 		if s.remote, err = ClientExchange(ctx, cfg.Host, cfg.Port, records); err != nil {
+			if errors.Is(err, io.EOF) {
+				// The server hung up after it read our address: it
+				// could not connect to it, which without -g on RoCE is
+				// the GID it did not get.
+				return s.gidHint(verbs.AHAttr{IsGlobal: true}, err)
+			}
 			return err
 		}
 		if err := s.connect(); err != nil {
@@ -194,6 +201,7 @@ func (s *state) setup() error {
 		return fmt.Errorf("Couldn't get port info: %w", err)
 	}
 	s.portMTU = port.ActiveMTU.Bytes()
+	s.roce = port.LinkLayer == verbs.LinkLayerEthernet
 	if cfg.Kind == UD && cfg.Size > s.portMTU {
 		return fmt.Errorf("Requested size larger than port MTU (%d)", s.portMTU)
 	}
@@ -285,6 +293,26 @@ func (s *state) postRecv(n int) (int, error) {
 	return n, nil
 }
 
+// gidHint adds a hint to err when a connection failed on a RoCE port
+// (Ethernet link layer) for want of a GID: this side was started without
+// -g, or ah (the address vector that failed) has no GRH because the other
+// side was. The C tool fails the same way, and says less.
+func (s *state) gidHint(ah verbs.AHAttr, err error) error {
+	who := ""
+	switch {
+	case !s.roce:
+		return err
+	case s.cfg.GIDIndex < 0:
+		who = "this side"
+	case !ah.IsGlobal:
+		who = "the other side"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w\nhint: %s was started without -g: on a RoCE device both sides need a GID, as in "+
+		"-g 1 (on rxe and rdma-go devices GID 1 is the device's IP address; GID 0 is link-local)", err, who)
+}
+
 // connect moves the QPs to RTR and RTS aimed at the remote records (UD:
 // creates the address handle instead).
 func (s *state) connect() error {
@@ -310,7 +338,7 @@ func (s *state) connect() error {
 			ah.GRH.HopLimit = 64
 			var err error
 			if s.ah, err = s.pd.CreateAH(ah); err != nil {
-				return fmt.Errorf("Failed to create AH: %w", err)
+				return s.gidHint(ah, fmt.Errorf("Failed to create AH: %w", err))
 			}
 			continue
 		}
@@ -321,7 +349,7 @@ func (s *state) connect() error {
 			mask |= verbs.QPAttrMaxDestRDAtomic | verbs.QPAttrMinRNRTimer
 		}
 		if err := qp.Modify(&a, mask); err != nil {
-			return fmt.Errorf("Failed to modify QP to RTR: %w", err)
+			return s.gidHint(ah, fmt.Errorf("Failed to modify QP to RTR: %w", err))
 		}
 		a = verbs.QPAttr{State: verbs.QPStateRTS, SQPSN: s.local[i].PSN, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRDAtomic: 1}
 		mask = verbs.QPAttrState | verbs.QPAttrSQPSN

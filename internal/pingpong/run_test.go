@@ -19,6 +19,16 @@ import (
 // process can take the port), and a side that fails cancels the other.
 func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string) {
 	t.Helper()
+	outs, errs := runPairErrs(t, kind, mod)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("server: %v\n%s\nclient: %v\n%s", errs[0], outs[0], errs[1], outs[1])
+	}
+	return outs[0], outs[1]
+}
+
+// runPairErrs is runPair that returns each side's output and error.
+func runPairErrs(t *testing.T, kind Kind, mod func(*Config)) (outs [2]string, errs [2]error) {
+	t.Helper()
 	const limit = 60 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -30,14 +40,13 @@ func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string)
 	// Both sides use one device of their own, on an address no other
 	// test process uses; it stays open until the test ends.
 	dev := testdev.Device(t, "pp").Device().Name()
-	var outs [2]syncBuffer
-	var errs [2]error
+	var bufs [2]syncBuffer
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 2 {
 		cfg := Defaults(kind)
 		cfg.Port, cfg.GIDIndex, cfg.Iters, cfg.Device = ln.Addr().(*net.TCPAddr).Port, 1, 200, dev
-		cfg.Stdout, cfg.Stderr = &outs[i], &outs[i]
+		cfg.Stdout, cfg.Stderr = &bufs[i], &bufs[i]
 		if i == 0 {
 			cfg.Listener = ln
 		} else {
@@ -59,12 +68,9 @@ func runPair(t *testing.T, kind Kind, mod func(*Config)) (server, client string)
 	case <-done:
 	case <-time.After(limit + 10*time.Second):
 		t.Fatalf("server and client still running %v after their deadline\nserver:\n%s\nclient:\n%s",
-			10*time.Second, outs[0].String(), outs[1].String())
+			10*time.Second, bufs[0].String(), bufs[1].String())
 	}
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("server: %v\n%s\nclient: %v\n%s", errs[0], outs[0].String(), errs[1], outs[1].String())
-	}
-	return outs[0].String(), outs[1].String()
+	return [2]string{bufs[0].String(), bufs[1].String()}, errs
 }
 
 // syncBuffer is a bytes.Buffer that the test may read while a side that
@@ -170,5 +176,23 @@ func TestSRQPingpongInProcess(t *testing.T) {
 		if !itersRE.MatchString(out) {
 			t.Fatalf("output:\n%s", out)
 		}
+	}
+}
+
+// TestMissingGIDHint: a client started without -g on a RoCE device fails,
+// as the C tool does, and both sides say that -g is missing and on which
+// side.
+func TestMissingGIDHint(t *testing.T) {
+	_, errs := runPairErrs(t, RC, func(c *Config) {
+		if c.Host != "" {
+			c.GIDIndex = -1
+		}
+	})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "Failed to modify QP to RTR") ||
+		!strings.Contains(errs[0].Error(), "hint: the other side was started without -g") {
+		t.Errorf("server: %v; want the RTR failure and a hint about the other side's -g", errs[0])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "hint: this side was started without -g") {
+		t.Errorf("client: %v; want a hint about this side's -g", errs[1])
 	}
 }
