@@ -198,7 +198,7 @@ func (qp *QP) handleNAK(now time.Time, psn wire.PSN, s wire.Syndrome, tx *txBatc
 			w.status = StatusRemOpErr
 		}
 		qp.completeSend(w)
-		qp.fatal(now, tx)
+		qp.fatal(now, tx, "NAK received", w.status)
 	default:
 		qp.count(&qp.host.stats.DropBadResponse)
 	}

@@ -208,6 +208,7 @@ func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
 		qp.sport = qp.host.sourcePort(want)
 	}
 	if mask&AttrState != 0 {
+		qp.host.log.Debug("engine: QP modify", "qpn", qp.qpn, "from", int(qp.st), "to", int(a.State))
 		switch a.State {
 		case StateReset:
 			qp.reset()
@@ -291,8 +292,13 @@ func (qp *QP) flushRQ() {
 	}
 }
 
-// fatal puts the QP into ERR after a transport error.
-func (qp *QP) fatal(now time.Time, tx *txBatch) { qp.enterError(now, tx) }
+// fatal puts the QP into ERR after a transport error, saying why in the
+// "qp" debug log (RDMA_GO_DEBUG=qp) with the work completion status that
+// reports it.
+func (qp *QP) fatal(now time.Time, tx *txBatch, why string, st Status) {
+	qp.host.log.Debug("engine: QP to ERR", "qpn", qp.qpn, "why", why, "status", int(st))
+	qp.enterError(now, tx)
+}
 
 // Deadline returns the QP's earliest pending timer deadline.
 func (qp *QP) Deadline() (time.Time, bool) {
@@ -375,6 +381,7 @@ func (qp *QP) cqOverflow(cq CompletionQueue) {
 // settle finishes an event: a CQ overflow during it takes the QP to ERR.
 func (qp *QP) settle(now time.Time, tx *txBatch) {
 	if qp.overflow && qp.st != StateErr {
+		qp.host.log.Debug("engine: QP to ERR", "qpn", qp.qpn, "why", "CQ overflow")
 		qp.enterError(now, tx)
 	}
 }

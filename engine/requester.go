@@ -236,7 +236,7 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 	if w.status != StatusSuccess && qp.sq.tail-1 == qp.sq.head {
 		// Nothing ahead of it: fail it now, as a local error does.
 		qp.completeSend(w)
-		qp.fatal(now, nil)
+		qp.fatal(now, nil, "work request failed its local checks", w.status)
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			// complete first, then it fails and takes the QP down.
 			if r.next == qp.sq.head {
 				qp.completeSend(w)
-				qp.fatal(now, tx)
+				qp.fatal(now, tx, "work request failed its local checks", w.status)
 			}
 			return
 		}
@@ -303,7 +303,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			failed := w.status != StatusSuccess
 			qp.completeSend(w)
 			if failed {
-				qp.fatal(now, tx)
+				qp.fatal(now, tx, "local operation failed", w.status)
 				return
 			}
 			continue
@@ -534,7 +534,7 @@ func (r *requester) consumeRetry(qp *QP, now time.Time, tx *txBatch, left *uint8
 		w := qp.sq.oldest()
 		w.status = status
 		qp.completeSend(w)
-		qp.fatal(now, tx)
+		qp.fatal(now, tx, "retries exhausted", status)
 		return false
 	}
 	if *left != infiniteRetry {

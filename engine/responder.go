@@ -254,7 +254,7 @@ func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Sy
 		ev = EventQPAccessErr
 	}
 	qp.host.event(Event{Type: ev, QP: qp})
-	qp.fatal(now, tx)
+	qp.fatal(now, tx, "responder refused a request (NAK sent)", st)
 }
 
 // takeRecv returns the receive WQE for a packet that needs one — from the
@@ -294,7 +294,7 @@ func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		qp.nak(tx, wire.SyndromeInvalidReq, psn)
 		qp.pushRecv(&Completion{WRID: r.id, Status: StatusLocLenErr, QPN: qp.qpn})
 		s.cur = nil
-		qp.fatal(now, tx)
+		qp.fatal(now, tx, "message longer than the receive buffer", StatusLocLenErr)
 		return false
 	}
 	copyTo(r.segs, s.curOff, p.Payload)

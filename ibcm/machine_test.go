@@ -370,16 +370,13 @@ var transitions = map[string]string{
 	"s/SIDR_REQ_RCVD destroy":   "IDLE SIDR_REP -",
 }
 
-var attrNames = map[uint16]string{mad.AttrREQ: "REQ", mad.AttrMRA: "MRA", mad.AttrREJ: "REJ", mad.AttrREP: "REP",
-	mad.AttrRTU: "RTU", mad.AttrDREQ: "DREQ", mad.AttrDREP: "DREP", mad.AttrSIDRREQ: "SIDR_REQ", mad.AttrSIDRREP: "SIDR_REP"}
-
 var userCalls = map[string]bool{"accept": true, "reject": true, "sendRTU": true, "establish": true,
 	"disconnect": true, "sendDREP": true, "sidrReply": true}
 
 func summary(c *machine, o *output) string {
 	var s, e []string
 	for _, x := range o.sends {
-		s = append(s, attrNames[x.m.AttrID()])
+		s = append(s, mad.CMAttrName(x.m.AttrID()))
 	}
 	for _, x := range o.events {
 		e = append(e, x.Type.String())

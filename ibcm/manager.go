@@ -371,9 +371,7 @@ func (c *Conn) Manager() *Manager { return c.m }
 // lock held.
 func (m *Manager) commit(c *Conn, o *output) {
 	for _, s := range o.sends {
-		if err := m.reg.Send(s.to, s.m); err != nil {
-			m.log.Debug("ibcm: send failed", "err", err)
-		}
+		m.sendLocked(s.to, s.m)
 	}
 	if !c.destroyed {
 		c.queue = append(c.queue, o.events...)
@@ -503,6 +501,7 @@ func (m *Manager) recv(_ *mad.Registration, in *mad.Received) {
 	var c *Conn
 	now := in.Time
 	msg := in.MAD
+	m.log.Debug("ibcm: received", "msg", mad.CMAttrName(msg.AttrID()), "from", in.From.Remote, "tid", msg.TID())
 	switch msg.AttrID() {
 	case mad.AttrREQ:
 		c = m.onREQ(now, in, &o)
@@ -601,8 +600,9 @@ func (m *Manager) match(local, remote uint32) *Conn {
 }
 
 func (m *Manager) sendLocked(to mad.Address, msg mad.MAD) {
+	m.log.Debug("ibcm: send", "msg", mad.CMAttrName(msg.AttrID()), "to", to.Remote, "tid", msg.TID())
 	if err := m.reg.Send(to, msg); err != nil {
-		m.log.Debug("ibcm: send failed", "err", err)
+		m.log.Debug("ibcm: send failed", "msg", mad.CMAttrName(msg.AttrID()), "to", to.Remote, "err", err)
 	}
 }
 

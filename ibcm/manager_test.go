@@ -32,14 +32,11 @@ type world struct {
 	listen *ibcm.Listener
 }
 
-var attrName = map[uint16]string{mad.AttrREQ: "REQ", mad.AttrMRA: "MRA", mad.AttrREJ: "REJ", mad.AttrREP: "REP",
-	mad.AttrRTU: "RTU", mad.AttrDREQ: "DREQ", mad.AttrDREP: "DREP", mad.AttrSIDRREQ: "SIDR_REQ", mad.AttrSIDRREP: "SIDR_REP"}
-
 func newWorld(t *testing.T, f memlink.Faults) *world {
 	w := &world{t: t, s: gsisim.New(1, f)}
 	w.a, w.b = w.s.Add(ipA, guidA), w.s.Add(ipB, guidB)
 	w.s.Trace = func(_ time.Time, from, to netip.Addr, m mad.MAD) {
-		w.sent = append(w.sent, fmt.Sprintf("%s>%s %s", side(from), side(to), attrName[m.AttrID()]))
+		w.sent = append(w.sent, fmt.Sprintf("%s>%s %s", side(from), side(to), mad.CMAttrName(m.AttrID())))
 	}
 	return w
 }

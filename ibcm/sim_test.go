@@ -66,7 +66,7 @@ func runSim(seed uint64) error {
 	var trace []string
 	s.Trace = func(at time.Time, from, to netip.Addr, m mad.MAD) {
 		if len(trace) < 20000 {
-			trace = append(trace, fmt.Sprintf("%v %s>%s %s", at.Sub(time.Unix(1_000_000, 0)), from, to, attrName[m.AttrID()]))
+			trace = append(trace, fmt.Sprintf("%v %s>%s %s", at.Sub(time.Unix(1_000_000, 0)), from, to, mad.CMAttrName(m.AttrID())))
 		}
 	}
 	after := func(d time.Duration, fn func()) { s.Clock.AfterFunc(d, fn) }

@@ -1,6 +1,9 @@
 package mad
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // CM attribute IDs: the message types (docs/spec/cm-mad.md §3.1).
 const (
@@ -16,6 +19,36 @@ const (
 	AttrLAP     = 0x0019
 	AttrAPR     = 0x001A
 )
+
+// CMAttrName names a CM message type ("REQ", "SIDR_REQ", ...), or gives
+// its attribute ID in hex.
+func CMAttrName(id uint16) string {
+	switch id {
+	case AttrREQ:
+		return "REQ"
+	case AttrMRA:
+		return "MRA"
+	case AttrREJ:
+		return "REJ"
+	case AttrREP:
+		return "REP"
+	case AttrRTU:
+		return "RTU"
+	case AttrDREQ:
+		return "DREQ"
+	case AttrDREP:
+		return "DREP"
+	case AttrSIDRREQ:
+		return "SIDR_REQ"
+	case AttrSIDRREP:
+		return "SIDR_REP"
+	case AttrLAP:
+		return "LAP"
+	case AttrAPR:
+		return "APR"
+	}
+	return fmt.Sprintf("attr %#04x", id)
+}
 
 // Private data sizes of the CM messages (§3.1, §4.3).
 const (

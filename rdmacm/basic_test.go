@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -215,5 +216,42 @@ func TestMigrateMovesQueuedEvents(t *testing.T) {
 	}
 	if ev, ok, _ := a.TryGetCMEvent(); ok {
 		t.Fatalf("the old channel kept %v", ev)
+	}
+}
+
+// TestBindLoopbackNoDevice: binding a loopback address that no device has
+// and that the loopback device does not take (it takes the first free one
+// of 127.0.0.1–127.0.0.254) fails with ErrAddrNotAvail and says what to
+// do; the device it opened to try is closed again.
+func TestBindLoopbackNoDevice(t *testing.T) {
+	if _, err := verbs.AddLoopbackDevice("rgo-bindtest"); err != nil {
+		t.Fatal(err)
+	}
+	open := func() map[string]bool {
+		ds, err := verbs.Devices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, d := range ds {
+			m[d.Name()] = d.Addr().IsValid()
+		}
+		return m
+	}
+	before := open()
+	id, err := rdmacm.CreateID(nil, nil, rdmacm.PSTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Destroy()
+	a := netip.AddrPortFrom(testdev.Addr(), 7174) // outside 127.0.0.0/24
+	err = id.BindAddr(a)
+	if !errors.Is(err, rdmacm.ErrAddrNotAvail) || !strings.Contains(err.Error(), "RDMA_GO_LOOPBACK="+a.Addr().String()) {
+		t.Fatalf("BindAddr(%s) = %v; want ErrAddrNotAvail that names RDMA_GO_LOOPBACK", a, err)
+	}
+	for name, on := range open() {
+		if on && !before[name] {
+			t.Fatalf("device %s, opened to try the bind, is still open", name)
+		}
 	}
 }

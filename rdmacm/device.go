@@ -125,6 +125,37 @@ func acquire(vd *verbs.Device) (*device, error) {
 	return d, nil
 }
 
+// acquireLoopback opens the process's loopback device (rgo0, or another
+// automatically addressed one) for a bind to the loopback address a when no
+// open device has it yet: such a device takes the first free address of
+// 127.0.0.1–127.0.0.254 when it opens, which in a process of its own is
+// 127.0.0.1. A device that opens elsewhere is closed again, and the error
+// says why.
+func acquireLoopback(a netip.Addr) (*device, error) {
+	ds, err := listDevices()
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	for _, vd := range ds {
+		if vd.Addr().IsValid() {
+			continue // open already, or bound to an address of its own
+		}
+		d, err := acquire(vd)
+		if err != nil {
+			return nil, err
+		}
+		if d.addr == a {
+			return d, nil
+		}
+		got := d.addr
+		d.release()
+		return nil, fmt.Errorf("%w: %s: no device of this process has it, and the loopback device %s took %s "+
+			"(the first loopback address whose RoCE port was free: another process's device holds %s); "+
+			"bind %s, or pin the loopback device with RDMA_GO_LOOPBACK=%s", ErrAddrNotAvail, a, vd.Name(), got, a, got, a)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrAddrNotAvail, a)
+}
+
 // release drops a reference; the last one closes the context.
 func (d *device) release() {
 	devices.mu.Lock()

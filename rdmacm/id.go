@@ -404,17 +404,23 @@ func (id *ID) bindLocked(a netip.AddrPort) error {
 		if err != nil {
 			return err
 		}
-		if vd == nil {
-			return fmt.Errorf("%w: %s", ErrAddrNotAvail, addr)
-		}
-		if cm, err := kernelCM(vd); cm != nil || err != nil {
-			if err != nil {
+		switch {
+		case vd == nil && addr.IsLoopback():
+			if d, err = acquireLoopback(addr); err != nil {
 				return err
 			}
-			return id.kernelBindLocked(vd, cm, netip.AddrPortFrom(addr, a.Port()))
-		}
-		if d, err = acquire(vd); err != nil {
-			return err
+		case vd == nil:
+			return fmt.Errorf("%w: %s", ErrAddrNotAvail, addr)
+		default:
+			if cm, err := kernelCM(vd); cm != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return id.kernelBindLocked(vd, cm, netip.AddrPortFrom(addr, a.Port()))
+			}
+			if d, err = acquire(vd); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := bindPort(id, netip.AddrPortFrom(addr, a.Port())); err != nil {

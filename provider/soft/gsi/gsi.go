@@ -18,6 +18,7 @@ import (
 	"github.com/rdma-go/rdma-go/engine"
 	"github.com/rdma-go/rdma-go/ibcm"
 	"github.com/rdma-go/rdma-go/mad"
+	"github.com/rdma-go/rdma-go/provider/soft/internal/debuglog"
 )
 
 // gsiPD is the protection domain handle of QP1's buffers. verbs numbers its
@@ -95,8 +96,8 @@ func Open(h *engine.Host, cfg Config) (*Port, error) {
 			return nil, err
 		}
 	}
-	p.agent = mad.NewAgent(mad.Config{Transport: p, Clock: cfg.Clock, Logger: cfg.Logger})
-	if p.cm, err = ibcm.New(p.agent, ibcm.Config{GUID: cfg.GUID, Logger: cfg.Logger}); err != nil {
+	p.agent = mad.NewAgent(mad.Config{Transport: p, Clock: cfg.Clock, Logger: debuglog.For("mad", cfg.Logger)})
+	if p.cm, err = ibcm.New(p.agent, ibcm.Config{GUID: cfg.GUID, Logger: debuglog.For("cm", cfg.Logger)}); err != nil {
 		p.Close()
 		return nil, err
 	}

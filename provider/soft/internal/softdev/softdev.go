@@ -19,6 +19,7 @@ import (
 	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/provider/soft/gsi"
+	"github.com/rdma-go/rdma-go/provider/soft/internal/debuglog"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -80,12 +81,15 @@ type Device struct {
 	// detach ends the capture package's knowledge of this device's
 	// address.
 	detach func()
+	// base is Options.Logger, from which each subsystem's logger is made
+	// (package debuglog).
+	base *slog.Logger
 }
 
 // Open binds addr and starts the device's receive loop.
 func Open(addr netip.Addr, opts Options) (*Device, error) {
 	addr = addr.Unmap()
-	l, err := link.ListenUDP(addr, link.UDPOptions{Port: opts.Port, GRO: true})
+	l, err := link.ListenUDP(addr, link.UDPOptions{Port: opts.Port, GRO: true, Logger: debuglog.For("link", opts.Logger)})
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +98,8 @@ func Open(addr netip.Addr, opts Options) (*Device, error) {
 
 // Start runs a device over an already open link.
 func Start(l link.Link, opts Options) *Device {
-	lg := opts.Logger
-	if lg == nil {
-		lg = slog.Default()
-	}
-	d := &Device{link: l, log: lg, done: make(chan struct{}), guid: opts.GUID, onPortDown: opts.OnPortDown}
+	lg := debuglog.For("dev", opts.Logger)
+	d := &Device{link: l, log: lg, base: opts.Logger, done: make(chan struct{}), guid: opts.GUID, onPortDown: opts.OnPortDown}
 	var send engine.Sender = l
 	if raceEnabled {
 		send = raceLink{l}
@@ -106,7 +107,7 @@ func Start(l link.Link, opts Options) *Device {
 	send = tapSender{send, l.LocalAddr()}
 	d.detach = capture.Attach(l.LocalAddr().Addr())
 	d.host = engine.NewHost(engine.HostConfig{
-		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: lg,
+		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: debuglog.For("qp", opts.Logger),
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
 	})
 	d.startGSI()
@@ -130,7 +131,7 @@ func Start(l link.Link, opts Options) *Device {
 // startGSI creates QP1 with its MAD agent and PerfMgt responder. A device
 // without them still moves data, so a failure is logged, not fatal.
 func (d *Device) startGSI() {
-	p, err := gsi.Open(d.host, gsi.Config{Logger: d.log, GUID: d.guid})
+	p, err := gsi.Open(d.host, gsi.Config{Logger: d.base, GUID: d.guid})
 	if err != nil {
 		d.log.Error("softdev: no GSI QP; management datagrams will be dropped", "addr", d.Addr(), "err", err)
 		return
