@@ -268,6 +268,7 @@ func rxeLayouts() []layout {
 		rw rxeRecvWQE
 		dm rxeDMA
 		ps cPostSend
+		wc cWC
 	)
 	return []layout{
 		{"rxe_send_wqe", "", unsafe.Sizeof(sw)},
@@ -314,6 +315,22 @@ func rxeLayouts() []layout {
 		{"ib_uverbs_post_send", "qp_handle", unsafe.Offsetof(ps.QPHandle) - 8},
 		{"ib_uverbs_post_send", "wqe_size", unsafe.Offsetof(ps.WQESize) - 8},
 		{"ib_uverbs_post_send_resp", "", 4},
+		// rxe's completion ring holds struct ib_uverbs_wc, which the
+		// fast path reads as struct ibv_wc (cWC).
+		{"ib_uverbs_wc", "", unsafe.Sizeof(wc)},
+		{"ib_uverbs_wc", "wr_id", unsafe.Offsetof(wc.WRID)},
+		{"ib_uverbs_wc", "status", unsafe.Offsetof(wc.Status)},
+		{"ib_uverbs_wc", "opcode", unsafe.Offsetof(wc.Opcode)},
+		{"ib_uverbs_wc", "vendor_err", unsafe.Offsetof(wc.VendorErr)},
+		{"ib_uverbs_wc", "byte_len", unsafe.Offsetof(wc.ByteLen)},
+		{"ib_uverbs_wc", "ex.imm_data", unsafe.Offsetof(wc.ImmData)},
+		{"ib_uverbs_wc", "qp_num", unsafe.Offsetof(wc.QPNum)},
+		{"ib_uverbs_wc", "src_qp", unsafe.Offsetof(wc.SrcQP)},
+		{"ib_uverbs_wc", "wc_flags", unsafe.Offsetof(wc.WCFlags)},
+		{"ib_uverbs_wc", "pkey_index", unsafe.Offsetof(wc.PKeyIndex)},
+		{"ib_uverbs_wc", "slid", unsafe.Offsetof(wc.SLID)},
+		{"ib_uverbs_wc", "sl", unsafe.Offsetof(wc.SL)},
+		{"ib_uverbs_wc", "dlid_path_bits", unsafe.Offsetof(wc.DLIDPathBits)},
 	}
 }
 

@@ -221,7 +221,7 @@ func (c *Context) isRXE() bool {
 	return a.VendorID == rxeVendorID && a.VendorPartID == 0
 }
 
-// rxeCQRing finds a CQ's ring, if the fast path applies.
+// findRXERing finds the CQ's ring, if the fast path applies.
 func (q *cq) findRXERing() {
 	q.ring = rxeRing{}
 	if !q.c.rxe {
@@ -262,8 +262,7 @@ type rxeQP struct {
 	maxInline  int
 	ssn        uint32
 	cmdFD      int
-	db         *cPostSend // in q.smem
-	dbBytes    []byte
+	dbBytes    []byte // the doorbell command, a cPostSend in q.smem
 }
 
 // findRXERings finds the QP's rings, if the fast path applies. UD QPs
@@ -292,9 +291,8 @@ func (q *qp) findRXERings(init *provider.QPInitAttr, cp cQPCap) {
 		uint32(unsafe.Sizeof(rxeSendWQE{}))+uint32(max(x.maxSendSGE*int(unsafe.Sizeof(cSGE{})), x.maxInline))); ok {
 		x.sq = r
 		x.cmdFD = int(*(*int32)(cptr(q.p.c.ctx + ctxCmdFD)))
-		x.db = (*cPostSend)(unsafe.Pointer(&q.smem.mem[q.sdbOff]))
 		x.dbBytes = q.smem.mem[q.sdbOff : q.sdbOff+int(unsafe.Offsetof(cPostSend{}.Resp))]
-		*x.db = cPostSend{Command: ibUserVerbsCmdPostSend,
+		*(*cPostSend)(unsafe.Pointer(&q.smem.mem[q.sdbOff])) = cPostSend{Command: ibUserVerbsCmdPostSend,
 			InWords: uint16(len(x.dbBytes) / 4), OutWords: 1,
 			Response: uint64(q.smem.addr(q.sdbOff + int(unsafe.Offsetof(cPostSend{}.Resp)))),
 			QPHandle: *(*uint32)(cptr(q.qp + qpHandle)),
