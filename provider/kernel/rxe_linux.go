@@ -322,29 +322,39 @@ func rxeSendable(wrs []provider.SendWR) bool {
 // work request it cannot post and says why, as ibv_post_send does.
 func (q *qp) postSendRing(wrs []provider.SendWR) (int, error) {
 	x := &q.rxe
-	r := &x.sq
+	done, err := fillRing(&x.sq, wrs, "ibv_post_send: send queue full", x.validSend, x.writeSend)
+	if done > 0 {
+		if errno := x.ring(); errno != 0 {
+			return done, provider.Errorf(errnoBase(errno), "ibv_post_send: doorbell: %v", errno)
+		}
+	}
+	return done, err
+}
+
+// fillRing writes work requests into r with put, one element each, up to
+// the first that check refuses or that finds r full, and then publishes
+// them to the kernel (moves the producer index). It returns how many it
+// wrote and why it stopped early.
+func fillRing[W any](r *rxeRing, wrs []W, full string, check func(*W) error, put func(slot uintptr, w *W)) (int, error) {
 	prod := r.producer().Load()
 	free := r.free()
 	done := 0
 	var err error
 	for ; done < len(wrs); done++ {
 		w := &wrs[done]
-		if err = x.validSend(w); err != nil {
+		if err = check(w); err != nil {
 			break
 		}
 		if free == 0 {
-			err = provider.Errorf(provider.ErrNoMemory, "ibv_post_send: send queue full")
+			err = provider.Errorf(provider.ErrNoMemory, "%s", full)
 			break
 		}
-		x.writeSend(r.slot(prod), w)
+		put(r.slot(prod), w)
 		prod = (prod + 1) & r.mask
 		free--
 	}
 	if done > 0 {
 		r.producer().Store(prod)
-		if errno := x.ring(); errno != 0 {
-			return done, provider.Errorf(errnoBase(errno), "ibv_post_send: doorbell: %v", errno)
-		}
 	}
 	return done, err
 }
@@ -427,35 +437,24 @@ func (q *qp) postRecvRing(wrs []provider.RecvWR) (int, error) {
 	if provider.QPState(*(*uint32)(cptr(q.qp + qpState))) == provider.QPStateReset {
 		return 0, provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: QP in RESET")
 	}
-	r := &x.rq
-	prod := r.producer().Load()
-	free := r.free()
-	done := 0
-	var err error
-	for ; done < len(wrs); done++ {
-		w := &wrs[done]
-		if len(w.SGL) > x.maxRecvSGE {
-			err = provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: %d SGEs, the QP takes %d", len(w.SGL), x.maxRecvSGE)
-			break
-		}
-		if free == 0 {
-			err = provider.Errorf(provider.ErrNoMemory, "ibv_post_recv: receive queue full")
-			break
-		}
-		slot := r.slot(prod)
-		e := (*rxeRecvWQE)(cptr(slot))
-		sges := unsafe.Slice((*cSGE)(cptr(slot+unsafe.Sizeof(rxeRecvWQE{}))), len(w.SGL))
-		var n uint32
-		for j, s := range w.SGL {
-			sges[j] = cSGE(s)
-			n += s.Length
-		}
-		*e = rxeRecvWQE{WRID: w.ID, DMA: rxeDMA{Length: n, Resid: n, NumSGE: uint32(len(w.SGL))}}
-		prod = (prod + 1) & r.mask
-		free--
+	return fillRing(&x.rq, wrs, "ibv_post_recv: receive queue full", x.validRecv, writeRecv)
+}
+
+// validRecv checks a receive's SGEs against the QP's limit.
+func (x *rxeQP) validRecv(w *provider.RecvWR) error {
+	if len(w.SGL) > x.maxRecvSGE {
+		return provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: %d SGEs, the QP takes %d", len(w.SGL), x.maxRecvSGE)
 	}
-	if done > 0 {
-		r.producer().Store(prod)
+	return nil
+}
+
+// writeRecv fills the receive WQE at slot from w.
+func writeRecv(slot uintptr, w *provider.RecvWR) {
+	sges := unsafe.Slice((*cSGE)(cptr(slot+unsafe.Sizeof(rxeRecvWQE{}))), len(w.SGL))
+	var n uint32
+	for j, s := range w.SGL {
+		sges[j] = cSGE(s)
+		n += s.Length
 	}
-	return done, err
+	*(*rxeRecvWQE)(cptr(slot)) = rxeRecvWQE{WRID: w.ID, DMA: rxeDMA{Length: n, Resid: n, NumSGE: uint32(len(w.SGL))}}
 }
