@@ -612,7 +612,7 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus} "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
 		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
@@ -704,6 +704,37 @@ kp_section() {
 		if [ $rc = 0 ]; then record ibv_devinfo "kernel rxe0${a:+ $a}" - PASS "same as rdma-core's, byte for byte ($out)"
 		else record ibv_devinfo "kernel rxe0${a:+ $a}" - FAIL "differs from rdma-core's (< rdma-core, > rdma-go)"; show_logs "$id" "$LOGDIR/$id.log"; fi
 	done
+	# ibstat and ibstatus (infiniband-diags) against ours on rxe0, byte for
+	# byte, stdout and stderr and exit status, the pid in ibpanic/ibwarn
+	# lines masked; ours without the soft loopback device
+	# (RDMA_GO_LOOPBACK=off), which the guest's tools do not know: ids
+	# kp-ibstat-N.
+	local i c
+	i=0
+	while IFS= read -r c; do
+		i=$((i + 1)) id=kp-ibstat-$i
+		selected "$id" || continue
+		rc=0
+		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { \"\$@\" >o 2>e; echo rc=\$?; cat o; sed 's/\\[[0-9]*\\]/[PID]/' e; }; diff <(t $c) <(RDMA_GO_LOOPBACK=off t $KP/$c) && echo \$(t $c | wc -l) lines" 2>&1 7>&-) || rc=$?
+		echo "$out" >"$LOGDIR/$id.log"
+		label="kernel rxe0: ${c#"${c%% *}"}"
+		if [ $rc = 0 ]; then record "${c%% *}" "$label" - PASS "same as infiniband-diags', byte for byte ($out)"
+		else record "${c%% *}" "$label" - FAIL "differs from infiniband-diags' (< theirs, > ours)"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done <<-EOF
+		ibstat -d
+		ibstat
+		ibstat rxe0 1
+		ibstat -l
+		ibstat -s
+		ibstat -p
+		ibstat foo
+		ibstat rxe0 2
+		ibstat -h
+		ibstatus -h
+		ibstatus
+		ibstatus rxe0:1
+		ibstatus foo
+	EOF
 	local kind size sizes m tool args label
 	for kind in rc uc ud srq ib_write_bw ib_send_lat ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_atomic_lat; do
 		case $kind in
