@@ -30,17 +30,18 @@ type end struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(verbs.AddLoopbackDevice); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	// Two soft devices, each on its own free loopback address.
+// run is the program. addDevice makes its two soft devices: in main each
+// takes its own free loopback address (verbs.AddLoopbackDevice).
+func run(addDevice func(name string) (*verbs.Device, error)) error {
 	var ends [2]*end
 	for i, name := range []string{"qs-a", "qs-b"} {
-		dev, err := verbs.AddLoopbackDevice(name)
+		dev, err := addDevice(name)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/link/capture"
+	"github.com/rdma-go/rdma-go/verbs"
 )
 
 // TestQuickstartCapture runs the quickstart with RDMA_GO_PCAP set: it
@@ -15,7 +16,11 @@ import (
 func TestQuickstartCapture(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quickstart.pcap")
 	t.Setenv(capture.Env, path)
-	if err := run(); err != nil {
+	// Devices on addresses of their own (testdev.Addr), not the
+	// automatically addressed loopback ones that other test processes
+	// take and leave.
+	add := func(name string) (*verbs.Device, error) { return verbs.AddDevice(name, testdev.Addr()) }
+	if err := run(add); err != nil {
 		t.Fatal(err)
 	}
 	if err := capture.Stop(); err != nil {
