@@ -99,8 +99,9 @@ func (d *durClock) result() *durResult {
 }
 
 // poll returns at least one completion of cq, or 0 once until has passed
-// (duration mode). It polls without pause, as perftest does, or with -e
-// blocks on the CQ's events.
+// (duration mode). It polls without pause, as perftest does (on a soft
+// device blocking after a while without a completion, see package spin),
+// or with -e blocks on the CQ's events.
 func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error) {
 	sp := s.spinner
 	var since time.Time
@@ -128,11 +129,16 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			if left, gone := s.peerLeft(); gone && left <= 0 {
 				return 0, s.errPeerGone()
 			}
-			if now.Sub(since) < stallTimeout {
+			if now.Sub(since) >= stallTimeout {
+				return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
+			}
+			if !sp.Block() {
 				continue
 			}
-			return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
+			sp.Reset()
 		}
+		// With -e, or on a soft device after a while without a
+		// completion: block on the CQ.
 		if !until.IsZero() && !time.Now().Before(until) {
 			return 0, nil
 		}

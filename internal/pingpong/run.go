@@ -437,10 +437,17 @@ func (s *state) dataPhase(ctx context.Context) error {
 			return fmt.Errorf("poll CQ failed %d", n)
 		}
 		if n == 0 {
-			// Poll without pause, as the C tool does.
+			// Poll without pause, as the C tool does; on a soft device
+			// block after a while without a completion.
 			if sp.Empty() {
 				if err := ctx.Err(); err != nil {
 					return err
+				}
+				if sp.Block() {
+					if err := s.cq.Wait(ctx); err != nil {
+						return err
+					}
+					sp.Reset()
 				}
 			}
 			continue

@@ -2,8 +2,11 @@
 // rdma-core's and perftest's tools do: on a soft device, which runs in the
 // tool's own process, the loop yields the P now and then so that the
 // device's goroutines (timers, and its receive path when polling the CQ
-// does not drive it) run beside it; and now and then the loop looks up from
-// the CQ, at its deadline, its context and its peer.
+// does not drive it) run beside it; now and then the loop looks up from
+// the CQ, at its deadline, its context and its peer; and on a soft device
+// a loop that has found nothing for a while blocks on the CQ instead: a
+// slow peer (a VM, another host) would otherwise take a whole CPU from
+// whatever else runs, the peer itself included.
 package spin
 
 import (
@@ -21,6 +24,10 @@ const (
 	// checkEvery is how often, in empty polls, Empty tells the loop to
 	// look up.
 	checkEvery = 1024
+	// blockAfter is how many empty polls in a row a loop on a soft device
+	// makes before it blocks: some hundreds of microseconds, many round
+	// trips to a peer on the same host.
+	blockAfter = 8 * checkEvery
 )
 
 // Spinner counts one loop's empty polls.
@@ -44,6 +51,11 @@ func (s *Spinner) Empty() bool {
 	}
 	return s.n%checkEvery == 0
 }
+
+// Block reports, when Empty has said to look up, whether the loop should
+// now block on the CQ rather than go on polling: on a soft device, after
+// blockAfter empty polls in a row. Reset after the wait.
+func (s *Spinner) Block() bool { return s.yield && s.n >= blockAfter }
 
 // Reset starts counting again, after a poll that found something.
 func (s *Spinner) Reset() { s.n = 0 }

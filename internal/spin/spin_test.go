@@ -17,3 +17,23 @@ func TestEmptyCadence(t *testing.T) {
 		}
 	}
 }
+
+// TestBlock: a loop on a soft device blocks after blockAfter empty polls
+// in a row, one on a kernel device never does.
+func TestBlock(t *testing.T) {
+	soft, kernel := Spinner{yield: true}, Spinner{}
+	for i := 1; i <= 2*blockAfter; i++ {
+		soft.Empty()
+		kernel.Empty()
+		if got, want := soft.Block(), i >= blockAfter; got != want {
+			t.Fatalf("soft device, %d empty polls: Block() = %v", i, got)
+		}
+		if kernel.Block() {
+			t.Fatalf("kernel device, %d empty polls: Block() = true", i)
+		}
+	}
+	soft.Reset()
+	if soft.Block() {
+		t.Fatal("Block() after Reset")
+	}
+}
