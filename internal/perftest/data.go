@@ -132,7 +132,7 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			if now.Sub(since) >= stallTimeout {
 				return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
 			}
-			if !sp.Block() {
+			if !sp.Block(now) {
 				continue
 			}
 			sp.Reset()

@@ -1,4 +1,4 @@
-// Package spin paces the tools' loops that poll a CQ without pause, as
+// Package spin paces the perftest tools' loops that poll a CQ without pause, as
 // rdma-core's and perftest's tools do: on a soft device, which runs in the
 // tool's own process, the loop yields the P now and then so that the
 // device's goroutines (timers, and its receive path when polling the CQ
@@ -11,6 +11,7 @@ package spin
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
@@ -24,16 +25,17 @@ const (
 	// checkEvery is how often, in empty polls, Empty tells the loop to
 	// look up.
 	checkEvery = 1024
-	// blockAfter is how many empty polls in a row a loop on a soft device
-	// makes before it blocks: some hundreds of microseconds, many round
-	// trips to a peer on the same host.
-	blockAfter = 8 * checkEvery
+	// blockAfter is how long a loop on a soft device polls without
+	// finding anything before it blocks: many round trips to a peer on
+	// the same host (a few µs each), a small part of one to a slow peer.
+	blockAfter = 200 * time.Microsecond
 )
 
 // Spinner counts one loop's empty polls.
 type Spinner struct {
 	yield bool
 	n     int
+	since time.Time // of the first look-up without a completion
 }
 
 // For returns a Spinner for loops that poll CQs of ctx's device.
@@ -53,9 +55,19 @@ func (s *Spinner) Empty() bool {
 }
 
 // Block reports, when Empty has said to look up, whether the loop should
-// now block on the CQ rather than go on polling: on a soft device, after
-// blockAfter empty polls in a row. Reset after the wait.
-func (s *Spinner) Block() bool { return s.yield && s.n >= blockAfter }
+// now block on the CQ rather than go on polling: on a soft device, once
+// its polls have found nothing for blockAfter (now is the time of the
+// look-up). Reset after the wait.
+func (s *Spinner) Block(now time.Time) bool {
+	if !s.yield {
+		return false
+	}
+	if s.since.IsZero() {
+		s.since = now
+		return false
+	}
+	return now.Sub(s.since) >= blockAfter
+}
 
 // Reset starts counting again, after a poll that found something.
-func (s *Spinner) Reset() { s.n = 0 }
+func (s *Spinner) Reset() { s.n, s.since = 0, time.Time{} }

@@ -1,6 +1,9 @@
 package spin
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestEmptyCadence: a loop looks up every checkEvery empty polls, and
 // counting starts again after Reset.
@@ -18,22 +21,24 @@ func TestEmptyCadence(t *testing.T) {
 	}
 }
 
-// TestBlock: a loop on a soft device blocks after blockAfter empty polls
-// in a row, one on a kernel device never does.
+// TestBlock: a loop on a soft device blocks once its look-ups have found
+// nothing for blockAfter; one on a kernel device never does.
 func TestBlock(t *testing.T) {
 	soft, kernel := Spinner{yield: true}, Spinner{}
-	for i := 1; i <= 2*blockAfter; i++ {
-		soft.Empty()
-		kernel.Empty()
-		if got, want := soft.Block(), i >= blockAfter; got != want {
-			t.Fatalf("soft device, %d empty polls: Block() = %v", i, got)
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, false}, {blockAfter / 2, false}, {blockAfter - 1, false}, {blockAfter, true}, {2 * blockAfter, true}} {
+		if got := soft.Block(t0.Add(c.at)); got != c.want {
+			t.Fatalf("soft device, %v after the first look-up: Block() = %v", c.at, got)
 		}
-		if kernel.Block() {
-			t.Fatalf("kernel device, %d empty polls: Block() = true", i)
+		if kernel.Block(t0.Add(c.at)) {
+			t.Fatalf("kernel device: Block() = true")
 		}
 	}
 	soft.Reset()
-	if soft.Block() {
+	if soft.Block(t0.Add(time.Hour)) {
 		t.Fatal("Block() after Reset")
 	}
 }
