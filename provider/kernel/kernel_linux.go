@@ -438,3 +438,42 @@ func (c *Context) QueryPortCounters(port uint8) (provider.Counters, error) {
 	}
 	return cs, nil
 }
+
+// Probe is what stands between this process and the kernel's RDMA devices,
+// for diagnostics (rdma-go doctor): the devices sysfs lists, whether
+// libibverbs.so.1 loads, and the devices it lists.
+type Probe struct {
+	// Sysfs are the names in /sys/class/infiniband; SysfsErr is why it
+	// could not be read (no RDMA driver loaded, or not Linux).
+	Sysfs    []string
+	SysfsErr error
+	// LibErr is why libibverbs.so.1 did not load (nil: it did). It is
+	// tried only when sysfs lists a device.
+	LibErr error
+	// Listed are the devices libibverbs lists.
+	Listed []string
+}
+
+// ProbeDevices fills a Probe.
+func ProbeDevices() Probe {
+	var p Probe
+	ents, err := os.ReadDir(sysfsDir)
+	if err != nil {
+		p.SysfsErr = err
+		return p
+	}
+	for _, e := range ents {
+		p.Sysfs = append(p.Sysfs, e.Name())
+	}
+	if len(p.Sysfs) == 0 {
+		return p
+	}
+	if _, p.LibErr = getLib(); p.LibErr != nil {
+		return p
+	}
+	devs, _ := Provider{}.Devices()
+	for _, d := range devs {
+		p.Listed = append(p.Listed, d.Name())
+	}
+	return p
+}

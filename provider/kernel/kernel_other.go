@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"errors"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -29,3 +30,17 @@ func (Provider) Devices() ([]provider.Device, error) {
 
 // ForkInit does nothing outside Linux.
 func ForkInit() error { return nil }
+
+// Probe is what stands between this process and the kernel's RDMA devices,
+// for diagnostics: outside Linux, the platform.
+type Probe struct {
+	Sysfs    []string
+	SysfsErr error
+	LibErr   error
+	Listed   []string
+}
+
+// ProbeDevices says that kernel devices need Linux.
+func ProbeDevices() Probe {
+	return Probe{SysfsErr: errors.New("kernel RDMA devices need Linux, not " + runtime.GOOS)}
+}

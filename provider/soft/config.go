@@ -252,33 +252,52 @@ func configDevices(getenv func(string) string) ([]*Device, error) {
 	return devs, nil
 }
 
+// configPaths returns the config files Devices reads, in order of
+// preference (it reads the first that exists), and whether the list is
+// ConfigFileEnv's one file, which must exist.
+func configPaths(getenv func(string) string) (paths []string, named bool) {
+	if path := getenv(ConfigFileEnv); path != "" {
+		return []string{path}, true
+	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if home != "" {
+			dir = filepath.Join(home, ".config")
+		}
+	}
+	if dir != "" {
+		paths = append(paths, filepath.Join(dir, "rdma-go", "devices"))
+	}
+	return append(paths, "/etc/rdma-go/devices"), false
+}
+
+// ConfigFile returns the config file that lists this process's soft
+// devices: ConfigFileEnv's if set, else the first of
+// $XDG_CONFIG_HOME/rdma-go/devices (~/.config/rdma-go/devices) and
+// /etc/rdma-go/devices that exists, else the first, where a new one goes.
+func ConfigFile() string {
+	paths, _ := configPaths(os.Getenv)
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return paths[0]
+}
+
 // configEntries returns (name, addr) pairs from the config file and the
 // environment (read through getenv), in that order.
 func configEntries(getenv func(string) string) ([][2]string, error) {
 	var out [][2]string
-	path := getenv(ConfigFileEnv)
-	paths := []string{path}
-	if path == "" {
-		dir := getenv("XDG_CONFIG_HOME")
-		if dir == "" {
-			home := getenv("HOME")
-			if home == "" {
-				home, _ = os.UserHomeDir()
-			}
-			if home != "" {
-				dir = filepath.Join(home, ".config")
-			}
-		}
-		paths = paths[:0]
-		if dir != "" {
-			paths = append(paths, filepath.Join(dir, "rdma-go", "devices"))
-		}
-		paths = append(paths, "/etc/rdma-go/devices")
-	}
+	paths, named := configPaths(getenv)
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			if path != "" {
+			if named {
 				return nil, fmt.Errorf("verbs: %s: %w", ConfigFileEnv, err)
 			}
 			continue
