@@ -612,7 +612,7 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go} "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
 		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
@@ -735,6 +735,41 @@ kp_section() {
 		ibstatus rxe0:1
 		ibstatus foo
 	EOF
+	# rdma-go link against iproute2's rdma link on rxe0, the same way
+	# (stdout, stderr, exit status): ids kp-rdma-N.
+	i=0
+	while IFS= read -r c; do
+		i=$((i + 1)) id=kp-rdma-$i
+		selected "$id" || continue
+		rc=0
+		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { \"\$@\" >o 2>e; echo rc=\$?; cat o e; }; diff <(t rdma $c) <(RDMA_GO_LOOPBACK=off t $KP/rdma-go $c) && echo \$(t rdma $c | wc -l) lines" 2>&1 7>&-) || rc=$?
+		echo "$out" >"$LOGDIR/$id.log"
+		if [ $rc = 0 ]; then record rdma-go "kernel rxe0: $c" - PASS "same as iproute2's rdma, byte for byte ($out)"
+		else record rdma-go "kernel rxe0: $c" - FAIL "differs from iproute2's rdma (< theirs, > ours)"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done <<-EOF
+		link show
+		link
+		-j link show
+		-j -p link show
+		link show rxe0/1
+		-j link show rxe0/1
+		link show rxe0
+		link show rxe0/2
+		link show nosuch/1
+		-j link show rxe0
+		link add
+		link del
+	EOF
+	# rdma-go doctor on rxe0 with the guest itself as the rdma_cm peer:
+	# every check passes and the peer's CM answers.
+	id=kp-doctor
+	if selected "$id"; then
+		rc=0
+		"${VMRUN[@]}" -t 60 "RDMA_GO_LOOPBACK=off $KP/rdma-go doctor -d rxe0 --peer $RXE_VM_IP" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ] && grep -q "connection manager answers" "$LOGDIR/$id.log" && ! grep -q '^ERROR' "$LOGDIR/$id.log"; then
+			record rdma-go "kernel rxe0: doctor --peer" - PASS "$(grep -c '^OK' "$LOGDIR/$id.log") OK findings, no error"
+		else record rdma-go "kernel rxe0: doctor --peer" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	fi
 	local kind size sizes m tool args label
 	for kind in rc uc ud srq ib_write_bw ib_send_lat ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_atomic_lat; do
 		case $kind in

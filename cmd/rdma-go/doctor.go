@@ -20,7 +20,7 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("rdma-go doctor", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	dev := fs.String("d", "", "check only this device")
-	memlock := fs.String("memlock", "64M", "memory the program will register (K, M, G suffixes), checked against ulimit -l")
+	memlock := fs.String("memlock", "0", "memory the program will register (K, M, G suffixes), checked against ulimit -l")
 	peer := fs.String("peer", "", "try an rdma_cm connection to HOST[:PORT] (without a port, only whether its CM answers)")
 	timeout := fs.Duration("timeout", 3*time.Second, "bound on each step of the peer check")
 	if err := fs.Parse(args); err != nil {

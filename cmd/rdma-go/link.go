@@ -55,20 +55,18 @@ type linkJSON struct {
 // A soft device is not opened (another process may be running it): its
 // port is ACTIVE when its address is on an interface of this host.
 func (c *cli) linkShow(args []string) error {
+	// As iproute2: the one argument is DEV/PORT; anything else, a
+	// missing or bad port, or a device without that port is a "Wrong
+	// device name".
 	var want string
 	wantPort := 0
-	if len(args) > 1 {
-		return errUsage
-	}
-	if len(args) == 1 {
-		want = args[0]
-		if d, p, ok := strings.Cut(want, "/"); ok {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 1 {
-				return message(fmt.Sprintf("Wrong port number %q", p))
-			}
-			want, wantPort = d, n
+	if len(args) > 0 {
+		d, p, ok := strings.Cut(args[0], "/")
+		n, err := strconv.Atoi(p)
+		if len(args) > 1 || !ok || err != nil || n < 1 {
+			return message("Wrong device name")
 		}
+		want, wantPort = d, n
 	}
 	devs, err := verbs.Devices()
 	if err != nil {
@@ -91,7 +89,7 @@ func (c *cli) linkShow(args []string) error {
 			}
 		}
 	}
-	if want != "" && !found {
+	if want != "" && (!found || len(links) == 0) {
 		return message("Wrong device name")
 	}
 	if c.json {
@@ -217,6 +215,9 @@ func physState(s uint8) string {
 // NAME type rgo { addr IP | addr auto | netdev NETDEV }. A netdev gives
 // its first address (IPv4 first, then a global IPv6 one), resolved now.
 func (c *cli) linkAdd(args []string) error {
+	if len(args) == 0 {
+		return message("Please provide a link name to add.")
+	}
 	if len(args) != 5 || !matches(args[1], "type") {
 		return errUsage
 	}
@@ -310,6 +311,9 @@ func netdevAddr(netdev string) (netip.Addr, error) {
 
 // linkDelete removes a soft device from the config file.
 func (c *cli) linkDelete(args []string) error {
+	if len(args) == 0 {
+		return message("Please provide device name.")
+	}
 	if len(args) != 1 {
 		return errUsage
 	}

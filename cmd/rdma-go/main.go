@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,6 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Object \"%s\" is unknown, try \"rdma-go help\".\n", obj)
 		return 1
 	}
+	var m message
+	if c.json && errors.As(err, &m) {
+		// iproute2 closes its JSON array before the error.
+		fmt.Fprintln(stdout, "[]")
+	}
 	if errors.Is(err, errUsage) {
 		fmt.Fprint(stderr, usage)
 		return 1
@@ -113,12 +119,99 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // as iproute2 accepts "l" for "link" and "sh" for "show".
 func matches(word, keyword string) bool { return word != "" && strings.HasPrefix(keyword, word) }
 
-// printJSON writes v as iproute2 does: one line, or indented with -p.
+// printJSON writes v as iproute2 does: on one line, or with -p in its
+// json_writer's pretty form ("[ {", members indented by 8, "} ]").
 func (c *cli) printJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetEscapeHTML(false)
-	if c.pretty {
-		enc.SetIndent("", "    ")
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	return enc.Encode(v)
+	if c.pretty {
+		b, err = pretty(b)
+		if err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	return err
+}
+
+// pretty re-indents compact JSON the way iproute2's json_writer does: an
+// opening bracket or brace is followed by a space when the next token
+// opens another one, and by a newline otherwise; members sit 4 spaces
+// deeper than their object's level, and objects of an array share the
+// array's line ("},{").
+func pretty(compact []byte) ([]byte, error) {
+	var out bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(compact))
+	dec.UseNumber()
+	depth := 0
+	afterOpen, first := false, true
+	indent := func() { out.WriteString("\n" + strings.Repeat("    ", depth)) }
+	inObject := []bool{}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		d, isDelim := tok.(json.Delim)
+		switch {
+		case isDelim && (d == '[' || d == '{'):
+			if !first && !afterOpen {
+				out.WriteByte(',')
+			}
+			if afterOpen {
+				out.WriteByte(' ')
+			}
+			out.WriteByte(byte(d))
+			depth++
+			inObject = append(inObject, d == '{')
+			afterOpen = true
+		case isDelim:
+			depth--
+			if afterOpen {
+				// An empty array or object.
+			} else if inObject[len(inObject)-1] {
+				indent()
+			} else {
+				out.WriteByte(' ')
+			}
+			inObject = inObject[:len(inObject)-1]
+			out.WriteByte(byte(d))
+			afterOpen = false
+		default:
+			inObj := len(inObject) > 0 && inObject[len(inObject)-1]
+			if !afterOpen {
+				out.WriteByte(',')
+			}
+			if inObj {
+				indent()
+				k, _ := json.Marshal(tok)
+				out.Write(k)
+				out.WriteString(": ")
+				// The value follows as the next token.
+				val, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				if vd, ok := val.(json.Delim); ok {
+					return nil, fmt.Errorf("pretty: nested %c not supported", vd)
+				}
+				vb, _ := json.Marshal(val)
+				out.Write(vb)
+			} else {
+				if afterOpen {
+					out.WriteByte(' ')
+				}
+				vb, _ := json.Marshal(tok)
+				out.Write(vb)
+			}
+			afterOpen = false
+		}
+		first = false
+	}
+	return out.Bytes(), nil
 }

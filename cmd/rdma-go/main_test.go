@@ -86,8 +86,30 @@ func TestLinkShow(t *testing.T) {
 	if l["ifname"] != "rgo0" || l["port"] != 1.0 || l["state"] != "ACTIVE" || l["physical_state"] != "LINK_UP" || l["netdev"] != "lo" || l["type"] != "rgo" {
 		t.Errorf("-j link show: %v", l)
 	}
-	if code, out, _ := rdmago(t, "-j", "-p", "link", "show", "rgo0/2"); code != 0 || strings.TrimSpace(out) != "[]" {
-		t.Errorf("-j -p link show rgo0/2 (no such port): %d %q", code, out)
+	// As iproute2: no such port is a wrong device name, after an empty
+	// JSON array.
+	if code, out, errOut := rdmago(t, "-j", "-p", "link", "show", "rgo0/2"); code != 1 || out != "[]\n" || errOut != "Wrong device name\n" {
+		t.Errorf("-j -p link show rgo0/2 (no such port): %d %q %q", code, out, errOut)
+	}
+	for _, arg := range []string{"rgo0", "rgo0/x", "rgo0/0", "nosuch/1"} {
+		if code, _, errOut := rdmago(t, "link", "show", arg); code != 1 || errOut != "Wrong device name\n" {
+			t.Errorf("link show %s: %d %q", arg, code, errOut)
+		}
+	}
+}
+
+// TestPretty checks -p's layout against iproute2's, as rdma -j -p link
+// show printed it on Linux 6.1 (two ports made of one).
+func TestPretty(t *testing.T) {
+	in := `[{"ifindex":0,"ifname":"rxe0","port":1,"netdev_index":2},{"ifindex":1,"ifname":"rxe1","port":1,"netdev_index":3}]`
+	want := "[ {\n" +
+		"        \"ifindex\": 0,\n        \"ifname\": \"rxe0\",\n        \"port\": 1,\n        \"netdev_index\": 2\n" +
+		"    },{\n" +
+		"        \"ifindex\": 1,\n        \"ifname\": \"rxe1\",\n        \"port\": 1,\n        \"netdev_index\": 3\n" +
+		"    } ]"
+	got, err := pretty([]byte(in))
+	if err != nil || string(got) != want {
+		t.Errorf("pretty:\n%s\nwant:\n%s\n(%v)", got, want, err)
 	}
 }
 

@@ -89,7 +89,8 @@ type Config struct {
 	// Device limits the device checks to one device ("" for all).
 	Device string
 	// Memlock is how much memory the program means to register; the
-	// locked-memory limit is checked against it.
+	// locked-memory limit is checked against it. Zero only reports the
+	// limit.
 	Memlock uint64
 	// Peer, if valid, is an rdma_cm peer to try a connection to.
 	Peer netip.AddrPort
@@ -252,6 +253,8 @@ func (r *report) memlock(c Config, pins bool) {
 	switch {
 	case cur == ^uint64(0):
 		r.add("memlock", OK, "", "locked-memory limit (ulimit -l): unlimited")
+	case c.Memlock == 0:
+		r.add("memlock", OK, "", "locked-memory limit (ulimit -l) %s: the most a program may register on a kernel device (--memlock SIZE checks a size)", bytesString(cur))
 	case cur >= c.Memlock:
 		r.add("memlock", OK, "", "locked-memory limit (ulimit -l) %s covers the %s to register", bytesString(cur), bytesString(c.Memlock))
 	case pins:

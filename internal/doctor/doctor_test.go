@@ -128,6 +128,7 @@ func TestMemlock(t *testing.T) {
 		msg, fix  string
 	}{
 		{"unlimited", ^uint64(0), 1 << 30, true, OK, "unlimited", ""},
+		{"no size", 8 << 20, 0, true, OK, "8 MiB: the most a program may register", ""},
 		{"enough", 1 << 30, 64 << 20, true, OK, "1 GiB covers the 64 MiB", ""},
 		{"low, kernel device", 64 << 10, 64 << 20, true, Error, "64 KiB is below the 64 MiB", "ulimit -l unlimited"},
 		{"low, soft only", 64 << 10, 64 << 20, false, Info, "soft devices pin no memory", "only if you use a kernel device"},
