@@ -1,7 +1,9 @@
 package verbs
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/rdma-go/rdma-go/provider"
@@ -17,6 +19,36 @@ type Context struct {
 
 	mu     sync.Mutex
 	closed bool
+	qps    map[*QP]struct{} // live QPs, for QPs
+}
+
+// track adds a new QP to the context's list (QPs), or removes a
+// destroyed one.
+func (c *Context) track(qp *QP, live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !live {
+		delete(c.qps, qp)
+		return
+	}
+	if c.qps == nil {
+		c.qps = make(map[*QP]struct{})
+	}
+	c.qps[qp] = struct{}{}
+}
+
+// QPs returns the context's QPs that are not destroyed, by QPN: what
+// "rdma resource show qp" lists for a process, and what a metrics
+// collector walks for per-QP counters.
+func (c *Context) QPs() []*QP {
+	c.mu.Lock()
+	out := make([]*QP, 0, len(c.qps))
+	for qp := range c.qps {
+		out = append(out, qp)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b *QP) int { return cmp.Compare(a.QPN(), b.QPN()) })
+	return out
 }
 
 // Open opens the device (ibv_open_device). The soft device binds its UDP

@@ -107,6 +107,7 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		return nil, err
 	}
 	q.p = p
+	c.track(q, true)
 	return q, nil
 }
 
@@ -371,5 +372,6 @@ func (qp *QP) Destroy() error {
 		qp.init.SRQ.use(-1)
 	}
 	qp.pd.use(0, -1)
+	qp.pd.ctx.track(qp, false)
 	return nil
 }
