@@ -29,7 +29,10 @@ type Options struct {
 	CQSize int
 	// PD is the protection domain of the connections' QPs; nil gives
 	// each connection its own, freed by Close. A PD must belong to the
-	// device the connection ends up on.
+	// device the connection ends up on: on a soft device a PD of any
+	// context the program opened on it (so that one PD, and its MRs,
+	// serve every connection of a Listener); on a kernel device a PD of
+	// rdmacm's own context of the device (an id's Verbs).
 	PD *verbs.PD
 	// SRQ, if set, supplies the receives of the QPs.
 	SRQ *verbs.SRQ
@@ -214,7 +217,7 @@ func (c *Conn) setupQP() error {
 }
 
 // free releases the QP, CQs, PD and id.
-func (c *Conn) free() {
+func (c *Conn) free() error {
 	sq, rq := c.id.SendCQ(), c.id.RecvCQ()
 	c.id.DestroyQP()
 	if c.opts.CQSize > 0 && sq != nil {
@@ -222,10 +225,16 @@ func (c *Conn) free() {
 		rq.Destroy()
 	}
 	c.id.Destroy()
+	var err error
 	if c.ownPD && c.pd != nil {
-		c.pd.Dealloc()
+		// The connection's own PD; MRs the program registered in it
+		// and left keep it alive, and Close says so.
+		if err = c.pd.Dealloc(); err != nil {
+			err = fmt.Errorf("rdmacm: close: the connection's PD (Conn.PD) stays allocated: %w", err)
+		}
 	}
 	c.once.Do(func() { close(c.done) })
+	return err
 }
 
 // wait waits for the set-up step's outcome, which must be want.
@@ -246,7 +255,9 @@ func (c *Conn) wait(ctx context.Context, want EventType) (*Event, error) {
 
 // Close disconnects (DREQ, or the DREP to the peer's DREQ), waits up to
 // Options.CloseTimeout for the disconnect to complete, and frees the QP,
-// its CQs, the PD it made, and the id.
+// its CQs, the PD it made, and the id. An MR still registered in that PD
+// keeps it: Close then frees the rest and returns an error wrapping
+// verbs.ErrBusy (deregister first, then Close).
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closing {
@@ -266,8 +277,7 @@ func (c *Conn) Close() error {
 			t.Stop()
 		}
 	}
-	c.free()
-	return nil
+	return c.free()
 }
 
 // resolveHostPort parses "host:port" (numeric or a name).
@@ -407,8 +417,10 @@ func (l *Listener) ID() *ID { return l.id }
 
 // Accept waits for a connection request, accepts it and returns the
 // connection once established. A request whose handshake fails (the peer
-// gave up, its RTU never came) is skipped.
+// gave up, its RTU never came, its QP could not be made) is skipped; when
+// ctx ends, the error says why the last one failed.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	var last error
 	for {
 		var ev *Event
 		select {
@@ -416,6 +428,9 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		case <-l.done:
 			return nil, ErrClosed
 		case <-ctx.Done():
+			if last != nil {
+				return nil, fmt.Errorf("rdmacm: accept: %w (the last request failed: %v)", ctx.Err(), last)
+			}
 			return nil, fmt.Errorf("rdmacm: accept: %w", ctx.Err())
 		}
 		l.id.requestTaken()
@@ -426,6 +441,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("rdmacm: accept: %w", ctx.Err())
 		}
+		last = err
 	}
 }
 

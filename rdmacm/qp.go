@@ -17,7 +17,9 @@ const (
 )
 
 // CreateQP creates the id's QP (rdma_create_qp) on pd (nil: the device's
-// default PD) and takes it to INIT — a UD QP all the way to RTS with the
+// default PD; on a soft device a PD of any context of the id's device, on
+// a kernel device one of the id's own context, ID.Verbs) and takes it to
+// INIT — a UD QP all the way to RTS with the
 // id's Q_Key. CQs left nil in init are created, with a completion channel,
 // and destroyed with the QP. Connect and Accept then move an RC QP on.
 func (id *ID) CreateQP(pd *verbs.PD, init *verbs.QPInitAttr) error {
@@ -39,8 +41,19 @@ func (id *ID) CreateQP(pd *verbs.PD, init *verbs.QPInitAttr) error {
 			return fmt.Errorf("rdmacm: %w", err)
 		}
 	}
-	if pd.Context() != ctx {
-		return fmt.Errorf("rdmacm: PD of another device: %w", syscall.EINVAL)
+	if pc := pd.Context(); pc != ctx {
+		// A soft device is one engine however many times a process
+		// opens it, so a PD of any of its contexts serves (and the CQs
+		// go on the PD's context). A kernel rdma_cm id drives the QP
+		// through its own ibv_context, as librdmacm's rdma_create_qp
+		// does.
+		switch {
+		case pc.Device().Provider() != ctx.Device().Provider():
+			return fmt.Errorf("rdmacm: PD of device %s for an id on %s: %w", pc.Device().Name(), ctx.Device().Name(), syscall.EINVAL)
+		case id.kid != nil:
+			return fmt.Errorf("rdmacm: PD of another context of %s: on a kernel device use a PD of the id's own context (ID.Verbs): %w", ctx.Device().Name(), syscall.EINVAL)
+		}
+		ctx = pc
 	}
 	a := verbs.QPInitAttr{Type: id.qpType}
 	if init != nil {
