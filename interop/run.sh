@@ -559,8 +559,31 @@ cm_case_nolistener() {  # TOOL "OUR_ARGS" "THEIR_ARGS" RC LINE
 	fi
 }
 
+# An address on the lab's subnet that nobody has: address resolution must
+# fail within the tool's resolve timeout (rping, udaddy: 2 s) with
+# ADDR_ERROR -110, as on Linux (the next hop does not answer ARP), not
+# after a minute of unanswered REQs.
+CM_NOHOST=198.51.100.77
+cm_case_unreachable() {  # TOOL "ARGS" RC LINE
+	local tool=$1 args=$2 want_rc=$3 line=$4 id=unreachable-$1 rc_ours=0 rc_theirs=0 t0 took
+	selected "$id" || return 0
+	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-client.log
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086
+	timeout -k 5 $CM_T "${NS[@]}" "$BIN/$tool" $args >"$ol" 2>&1 </dev/null || rc_ours=$?
+	took=$((($(date +%s%N) - t0) / 1000000))
+	timeout $((CM_T + 45)) "${VMRUN[@]}" -t $CM_T "$tool $args" >"$tl" 2>&1 7>&- || rc_theirs=$?
+	local note="[$args] want rc=$want_rc and '$line' within 10 s: rdma-go rc=$rc_ours after ${took} ms, rxe rc=$rc_theirs"
+	if [ "$rc_ours" = "$want_rc" ] && [ "$rc_theirs" = "$want_rc" ] && [ "$took" -lt 10000 ] && grep -qxF "$line" "$ol" && grep -qxF "$line" "$tl"; then
+		record "$tool" "unreachable address" - PASS "$note"
+	else
+		record "$tool" "unreachable address" - FAIL "$note"
+		show_logs "$id" "$ol" "$tl"
+	fi
+}
+
 echo
-say "RDMA CM tools: rping (-C 100 at 64 and 65535 bytes, -q), ucmatose, udaddy, rdma_server/rdma_client, both directions; then a port nobody listens on"
+say "RDMA CM tools: rping (-C 100 at 64 and 65535 bytes, -q), ucmatose, udaddy, rdma_server/rdma_client, both directions; then a port nobody listens on, and an address nobody has"
 H=$HOST_IP V=$RXE_VM_IP
 cm_case_rdmago_server rping-s64 64 rping "-s -a $H -v -C 100" rping "-c -a $H -v -V -C 100" 100
 cm_case_rxe_server rping-s64 64 rping "-s -a $V -v -C 100" TCP 7174 rping "-c -a $V -v -V -C 100" 100
@@ -580,6 +603,8 @@ cm_case_nolistener rping "-c -a $V -p $CM_NOPORT -C 1" "-c -a $H -p $CM_NOPORT -
 cm_case_nolistener ucmatose "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 8 "cmatose: event: RDMA_CM_EVENT_REJECTED, error: 8"
 cm_case_nolistener udaddy "-s $V" "-s $H" 1 "udaddy: event: RDMA_CM_EVENT_UNREACHABLE, error: 1"
 cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "rdma_connect: Connection refused"
+cm_case_unreachable rping "-c -a $CM_NOHOST -C 1" 255 "cma event RDMA_CM_EVENT_ADDR_ERROR, error -110"
+cm_case_unreachable udaddy "-s $CM_NOHOST" 146 "udaddy: event: RDMA_CM_EVENT_ADDR_ERROR, error: -110"
 
 # ------------------------------------------------------------------ kernel provider on rxe0 in the guest
 # provider/kernel drives a kernel RDMA device through the system's

@@ -525,8 +525,43 @@ func (id *ID) resolveLocked(src, dst netip.AddrPort, timeout time.Duration) (lat
 		return false, fmt.Errorf("rdmacm: %s and %s are of different families: %w", id.dev.addr, dst.Addr(), syscall.EAFNOSUPPORT)
 	}
 	id.dst = dst
-	id.state = stAddrResolved
-	return false, nil
+	if dst.Addr().IsLoopback() {
+		id.state = stAddrResolved
+		return false, nil
+	}
+	// The next hop must answer at the link layer first, as on Linux; the
+	// event follows.
+	if timeout <= 0 {
+		timeout = defaultResolveTimeout
+	}
+	id.state = stAddrQuery
+	go id.awaitNeighbour(dst.Addr(), timeout)
+	return true, nil
+}
+
+// defaultResolveTimeout bounds address resolution when the caller gives
+// no timeout: rping's 2 s.
+const defaultResolveTimeout = 2 * time.Second
+
+// awaitNeighbour finishes a soft device's address resolution: ADDR_RESOLVED
+// once the next hop toward dst answers, ADDR_ERROR (ETIMEDOUT) when it does
+// not within timeout. An id destroyed or moved on meanwhile gets nothing.
+func (id *ID) awaitNeighbour(dst netip.Addr, timeout time.Duration) {
+	err := resolveNeighbour(dst, timeout)
+	id.mu.Lock()
+	if id.destroyed || id.state != stAddrQuery {
+		id.mu.Unlock()
+		return
+	}
+	ev := &Event{ID: id, Type: EventAddrResolved}
+	if err != nil {
+		ev.Type, ev.Status = EventAddrError, -errnoOf(err, syscall.ETIMEDOUT)
+		id.state = stAddrBound
+	} else {
+		id.state = stAddrResolved
+	}
+	id.mu.Unlock()
+	id.post(ev)
 }
 
 // ResolveRoute builds the path to the resolved address (rdma_resolve_route):
