@@ -116,7 +116,7 @@ trap 'say "interrupted"; exit 130' INT TERM
 
 # ------------------------------------------------------------------ build
 T0=$(date +%s.%N)
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/...) || { say "ERROR: go build ./cmd/... failed"; exit 1; }
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/... && mkdir -p "$BIN/examples" && CGO_ENABLED=0 go build -o "$BIN/examples/" ./examples/...) || { say "ERROR: go build ./cmd/... ./examples/... failed"; exit 1; }
 say "built rdma-go tools (static, CGO_ENABLED=0) in $(secs "$T0")s: $(cd "$BIN" && echo *)"
 
 # ------------------------------------------------------------------ lab
@@ -638,6 +638,7 @@ kp_section() {
 	fi
 	mkdir -p "$KP_SHARE"
 	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go} "$KP_SHARE"/
+	cp -r "$BIN/examples" "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
 		id=$1 t=$2 m=$3 p=$4 kind=$5; shift 5
@@ -785,6 +786,18 @@ kp_section() {
 		link add
 		link del
 	EOF
+	# The learning path's examples on rxe0 (-d rxe0; both ends on the one
+	# device): each exits 0 (each checks its own results): ids
+	# kp-example-NAME.
+	local ex
+	for ex in devices rc-write batch mr-pool atomics rdma-stream; do
+		id=kp-example-$ex
+		selected "$id" || continue
+		rc=0
+		"${VMRUN[@]}" -t 200 "RDMA_GO_LOOPBACK=off timeout 180 $KP/examples/$ex -d rxe0" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ]; then record "examples/$ex" "kernel rxe0" - PASS "$(grep -c . "$LOGDIR/$id.log") lines of output, exit 0"
+		else record "examples/$ex" "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	done
 	# rdma-go doctor on rxe0 with the guest itself as the rdma_cm peer:
 	# every check passes and the peer's CM answers.
 	id=kp-doctor
