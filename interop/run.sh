@@ -761,7 +761,8 @@ kp_section() {
 		ibstatus rxe0:1
 		ibstatus foo
 	EOF
-	# rdma-go link against iproute2's rdma link on rxe0, the same way
+	# rdma-go link, statistic and resource against iproute2's rdma on rxe0
+	# (counters compared in one moment: nothing else runs), the same way
 	# (stdout, stderr, exit status): ids kp-rdma-N.
 	i=0
 	while IFS= read -r c; do
@@ -785,6 +786,15 @@ kp_section() {
 		-j link show rxe0
 		link add
 		link del
+		statistic show
+		statistic
+		-j statistic show
+		-j -p statistic show
+		statistic show link rxe0/1
+		statistic show link rxe0/2
+		resource show
+		-j resource show
+		-p -j resource
 	EOF
 	# The learning path's examples on rxe0 (-d rxe0; both ends on the one
 	# device): each exits 0 (each checks its own results): ids

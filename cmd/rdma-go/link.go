@@ -51,7 +51,8 @@ type linkJSON struct {
 }
 
 // linkShow prints each device's ports as "rdma link show" does. ifindex is
-// the device's position in the device list (ibv_get_device_list's order).
+// a kernel device's index (RDMA netlink's) and a soft device's position in
+// the device list (ibv_get_device_list's order).
 // A soft device is not opened (another process may be running it): its
 // port is ACTIVE when its address is on an interface of this host.
 func (c *cli) linkShow(args []string) error {
@@ -132,6 +133,9 @@ func describeLink(i int, d *verbs.Device) ([]linkJSON, error) {
 			return nil, err
 		}
 		l := linkJSON{IfIndex: i, IfName: d.Name(), Port: p, State: portState(pa.State), PhysState: physState(pa.PhysState)}
+		if k, ok := kernelIndex(d.Name()); ok {
+			l.IfIndex = k
+		}
 		dir := filepath.Join("/sys/class/infiniband", d.Name(), "ports", strconv.Itoa(p), "gid_attrs", "ndevs", "0")
 		if b, err := os.ReadFile(dir); err == nil {
 			l.Netdev = strings.TrimSpace(string(b))
@@ -214,6 +218,8 @@ func physState(s uint8) string {
 // linkAdd adds a soft device to the config file:
 // NAME type rgo { addr IP | addr auto | netdev NETDEV }. A netdev gives
 // its first address (IPv4 first, then a global IPv6 one), resolved now.
+// Another type (rxe, siw) adds a kernel link through RDMA netlink, as
+// iproute2 does (it needs CAP_NET_ADMIN).
 func (c *cli) linkAdd(args []string) error {
 	if len(args) == 0 {
 		return message("Please provide a link name to add.")
@@ -223,7 +229,14 @@ func (c *cli) linkAdd(args []string) error {
 	}
 	name, typ, key, val := args[0], args[2], args[3], args[4]
 	if typ != "rgo" {
-		return fmt.Errorf("link type %q: rdma-go adds soft devices (type rgo); a kernel device of type %s is added with iproute2: rdma link add %s type %s netdev DEV", typ, typ, name, typ)
+		// A kernel link (rxe, siw), as iproute2 adds it.
+		if !matches(key, "netdev") {
+			return errUsage
+		}
+		if err := kernelLinkAdd(name, typ, val); err != nil {
+			return fmt.Errorf("link add %s type %s netdev %s: %w", name, typ, val, err)
+		}
+		return nil
 	}
 	if strings.ContainsAny(name, " \t/=,#") || name == "" {
 		return fmt.Errorf("bad device name %q", name)
@@ -333,7 +346,10 @@ func (c *cli) linkDelete(args []string) error {
 		}
 		if d, err := verbs.DeviceByName(name); err == nil {
 			if _, ok := d.Provider().(*soft.Device); !ok {
-				return fmt.Errorf("%s is a kernel device: delete it with iproute2 (rdma link delete %s)", name, name)
+				if err := kernelLinkDel(name); err != nil {
+					return fmt.Errorf("link delete %s: %w", name, err)
+				}
+				return nil
 			}
 		}
 		return fmt.Errorf("no soft device %s in %s", name, path)

@@ -8,10 +8,16 @@
 //	rdma-go link show [DEV[/PORT]]
 //	rdma-go link add NAME type rgo addr IP|auto
 //	rdma-go link add NAME type rgo netdev NETDEV
+//	rdma-go link add NAME type rxe|siw netdev NETDEV
 //	rdma-go link delete NAME
+//	rdma-go statistic show [link DEV/PORT]
+//	rdma-go resource show
 //	rdma-go doctor [-d DEV] [--memlock SIZE] [--peer HOST[:PORT]] [--timeout DUR]
 //
-// -j prints JSON, -p pretty-prints it. doctor checks what stands between
+// -j prints JSON, -p pretty-prints it. statistic shows a kernel device's
+// port counters and resource the kernel's count of each device's objects,
+// as iproute2 does (a soft device's live in the processes that open it:
+// see package rdmaprom). doctor checks what stands between
 // a program and a working device and says what to do about each finding;
 // its exit status is 1 when a finding is an error.
 package main
@@ -36,12 +42,15 @@ func main() {
 }
 
 const usage = `Usage: rdma-go [ OPTIONS ] OBJECT { COMMAND | help }
-where  OBJECT := { link | doctor | help }
+where  OBJECT := { link | statistic | resource | doctor | help }
        OPTIONS := { -j[son] | -p[retty] | -V[ersion] }
 
        rdma-go link show [DEV[/PORT]]
        rdma-go link add NAME type rgo { addr IP | addr auto | netdev NETDEV }
+       rdma-go link add NAME type { rxe | siw } netdev NETDEV
        rdma-go link delete NAME
+       rdma-go statistic show [ link DEV/PORT ]
+       rdma-go resource show
        rdma-go doctor [ -d DEV ] [ --memlock SIZE ] [ --peer HOST[:PORT] ] [ --timeout DURATION ]
 `
 
@@ -90,6 +99,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch obj, rest := args[0], args[1:]; {
 	case matches(obj, "link"):
 		err = c.link(rest)
+	case matches(obj, "statistic"):
+		err = c.statistic(rest)
+	case matches(obj, "resource"):
+		err = c.resource(rest)
 	case matches(obj, "doctor"):
 		return c.doctor(ctx, rest)
 	case matches(obj, "help"):
