@@ -47,6 +47,11 @@ type Options struct {
 	// RetryCount and RNRRetryCount default to 7 (7 RNR: retry forever).
 	RetryCount    uint8
 	RNRRetryCount uint8
+	// MinRNRTimer is the RNR NAK timer the connection's QP asks a
+	// sender to wait after finding no receive posted
+	// (rdma_set_min_rnr_timer; the IB encoding: 12 is 0.64 ms, 0 the
+	// default, means 655 ms, as on Linux).
+	MinRNRTimer uint8
 	// CMResponseTimeout (4.096 µs × 2^N) and MaxCMRetries default to
 	// Linux's 20 and 15: a REQ to a silent peer is given up after ~74 s.
 	CMResponseTimeout uint8
@@ -224,15 +229,17 @@ func (c *Conn) free() error {
 		sq.Destroy()
 		rq.Destroy()
 	}
-	c.id.Destroy()
 	var err error
 	if c.ownPD && c.pd != nil {
-		// The connection's own PD; MRs the program registered in it
-		// and left keep it alive, and Close says so.
+		// The connection's own PD, before the id: the id may hold the
+		// last reference to the device context the PD is in. MRs the
+		// program registered in it and left keep it alive, and Close
+		// says so.
 		if err = c.pd.Dealloc(); err != nil {
 			err = fmt.Errorf("rdmacm: close: the connection's PD (Conn.PD) stays allocated: %w", err)
 		}
 	}
+	c.id.Destroy()
 	c.once.Do(func() { close(c.done) })
 	return err
 }
@@ -327,6 +334,7 @@ func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 		return nil, fmt.Errorf("rdmacm: Dial makes RC connections; port space %v is UD: %w", o.PortSpace, syscall.EINVAL)
 	}
 	id.SetCMTimeouts(o.CMResponseTimeout, o.MaxCMRetries)
+	id.SetMinRNRTimer(o.MinRNRTimer)
 	c := newConn(id, o)
 	fail := func(err error) (*Conn, error) {
 		c.free()
@@ -387,6 +395,7 @@ func Listen(addr string, opts *Options) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	id.SetMinRNRTimer(o.MinRNRTimer) // accepted ids inherit it
 	l := &Listener{id: id, opts: o, reqs: make(chan *Event, o.Backlog), done: make(chan struct{})}
 	id.setHook(func(ev *Event) {
 		if ev.Type == EventConnectRequest {

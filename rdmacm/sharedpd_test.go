@@ -13,7 +13,8 @@ import (
 
 // TestListenSharedPD gives a Listener a PD of the program's own context of
 // the device: every accepted connection's QP is in it, so one MR serves
-// them all, as a server registering its memory once needs.
+// them all, as a server registering its memory once needs. Its
+// MinRNRTimer reaches the accepted QPs.
 func TestListenSharedPD(t *testing.T) {
 	srv := testdev.Device(t, "spd-s")
 	pd, err := srv.AllocPD()
@@ -27,7 +28,7 @@ func TestListenSharedPD(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mr.Dereg()
-	ln, err := Listen(netip.AddrPortFrom(srv.Device().Addr(), 0).String(), &Options{PD: pd})
+	ln, err := Listen(netip.AddrPortFrom(srv.Device().Addr(), 0).String(), &Options{PD: pd, MinRNRTimer: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +60,9 @@ func TestListenSharedPD(t *testing.T) {
 		}
 		if s.PD() != pd || s.QP() == nil {
 			t.Fatalf("accepted connection's PD %p, want the listener's %p", s.PD(), pd)
+		}
+		if a, _, err := s.QP().Query(); err != nil || a.MinRNRTimer != 12 {
+			t.Fatalf("accepted QP's min RNR timer %d (%v), want Options.MinRNRTimer 12", a.MinRNRTimer, err)
 		}
 		// The client WRITEs into the shared MR through connection i.
 		src := []byte{byte('a' + i)}
