@@ -11,18 +11,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
 // TestPeerNoRoute runs the peer check in a network namespace of its own,
 // where only the loopback interface exists: an address outside it has no
-// route. It needs CAP_SYS_ADMIN (root) for the namespace.
+// route; then on a veth link with an address on the peer's subnet where
+// nobody answers ARP. It needs CAP_SYS_ADMIN (root) for the namespace.
 func TestPeerNoRoute(t *testing.T) {
 	if os.Getenv("DOCTOR_NOROUTE_CHILD") == "1" {
 		env := fakeEnv()
 		env.Devices = verbs.Devices
 		fs := Run(context.Background(), Config{Env: env, Peer: netip.MustParseAddrPort("198.51.100.9:7175"), Timeout: time.Second})
 		want(t, fs[len(fs)-1], Error, "resolving 198.51.100.9: no local RDMA device reaches it", "ip route add")
+		// Now a link with an address on the peer's subnet, and a
+		// device on it: the route exists, but nobody answers ARP.
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dr0"}, PeerName: "dr1"}); err != nil {
+			t.Fatal(err)
+		}
+		v0, err0 := netlink.LinkByName("dr0")
+		v1, err1 := netlink.LinkByName("dr1")
+		addr, err2 := netlink.ParseAddr("198.51.100.1/24")
+		if err := errors.Join(err0, err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(netlink.AddrAdd(v0, addr), netlink.LinkSetUp(v0), netlink.LinkSetUp(v1)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := verbs.AddDevice("dr-veth", netip.MustParseAddr("198.51.100.1")); err != nil {
+			t.Fatal(err)
+		}
+		fs = Run(context.Background(), Config{Env: env, Peer: netip.MustParseAddrPort("198.51.100.9:7175"), Timeout: 300 * time.Millisecond})
+		want(t, fs[len(fs)-1], Error, "resolving 198.51.100.9: the next hop did not answer ARP/neighbour discovery within 300ms", "ip neigh show")
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPeerNoRoute$", "-test.count=1")

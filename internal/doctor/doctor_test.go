@@ -248,6 +248,29 @@ func TestPeer(t *testing.T) {
 	want(t, run(ln.Addr(), true), OK, "a listener answers on rdma_cm port", "")
 	want(t, run(netip.AddrPortFrom(srv, 7175), true), Error, "nothing listens on rdma_cm port 7175", "start the server on port 7175")
 	want(t, run(netip.AddrPortFrom(srv, 7175), false), OK, "connection manager answers", "")
+	// A server that refuses every request (REJ, consumer reason 28).
+	rid, err := rdmacm.CreateID(nil, nil, rdmacm.PSTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rid.Destroy()
+	if err := rid.BindAddr(netip.AddrPortFrom(srv, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rid.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range 2 {
+			req, err := rid.GetRequest(ctx)
+			if err != nil {
+				return
+			}
+			req.Reject([]byte("no"))
+			req.Destroy()
+		}
+	}()
+	want(t, run(rid.SrcAddr(), true), Warn, "rejected the connection (REJ reason 28)", "the server refused")
 	// An address that routes to a soft device (loopback) but where no
 	// device answers: the REQs go unanswered.
 	want(t, run(netip.AddrPortFrom(testdev.Addr(), 7175), false), Error, "no answer from", "UDP port 4791 is open")

@@ -35,10 +35,17 @@ func (r *report) peer(ctx context.Context, c Config) {
 	}
 	defer id.Destroy()
 
-	step, cancel := context.WithTimeout(ctx, to)
+	// Each step's context outlasts its own timeout a little, so that the
+	// step's answer (a timeout included) arrives before the context ends.
+	step, cancel := context.WithTimeout(ctx, to+time.Second)
 	err = id.ResolveAddr(step, netip.AddrPort{}, c.Peer, to)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded):
+		r.add(check, Error, "check that the peer is up and on this link (ping "+c.Peer.Addr().String()+"; ip neigh show), or its gateway's",
+			"resolving %s: the next hop did not answer ARP/neighbour discovery within %v: %v", c.Peer.Addr(), to, err)
+		return
+	case err != nil:
 		r.add(check, Error, "give a local device an address on the peer's subnet, or add a route to it (ip route add "+c.Peer.Addr().String()+" via GATEWAY); rdma-go link show lists the devices and their addresses",
 			"resolving %s: no local RDMA device reaches it: %v", c.Peer.Addr(), err)
 		return
@@ -46,7 +53,7 @@ func (r *report) peer(ctx context.Context, c Config) {
 	dev := id.Verbs().Device().Name()
 	r.add(check, OK, "", "%s resolves to local device %s (source %s)", c.Peer.Addr(), dev, id.SrcAddr().Addr())
 
-	step, cancel = context.WithTimeout(ctx, to)
+	step, cancel = context.WithTimeout(ctx, to+time.Second)
 	err = id.ResolveRoute(step, to)
 	cancel()
 	if err != nil {
