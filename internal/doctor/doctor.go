@@ -280,15 +280,7 @@ func (r *report) device(d *verbs.Device) {
 		r.add(name, Error, "", "port 1 query failed: %v", err)
 		return
 	}
-	if pa.State != verbs.PortActive {
-		fix := "bring the link up: ip link set NETDEV up (the device's netdev), and check the cable or the peer switch port"
-		if kind(d) == "soft" {
-			fix = "the soft device's socket failed; reopen the device (restart the program) and check its address is still configured"
-		}
-		r.add(name, Error, fix, "port 1 is %s, not ACTIVE", pa.State)
-		return
-	}
-	gids := make([]verbs.GID, 0, pa.GIDTblLen)
+	var gids []verbs.GID
 	for i := range pa.GIDTblLen {
 		g, err := ctx.QueryGID(1, i)
 		if err != nil {
@@ -296,9 +288,22 @@ func (r *report) device(d *verbs.Device) {
 		}
 		gids = append(gids, g)
 	}
-	f := GIDFinding(name, gids)
-	f.Message = fmt.Sprintf("%s, port 1 ACTIVE, MTU %s; %s", kind(d), pa.ActiveMTU, f.Message)
-	r.out = append(r.out, f)
+	r.out = append(r.out, PortFinding(name, kind(d), pa, gids))
+}
+
+// PortFinding grades port 1 of a device of kind "soft" or "kernel": it
+// must be ACTIVE, and its GID table is graded by GIDFinding.
+func PortFinding(dev, kind string, pa verbs.PortAttr, gids []verbs.GID) Finding {
+	if pa.State != verbs.PortActive {
+		fix := "bring the link up: ip link set NETDEV up (the device's netdev), and check the cable or the peer switch port"
+		if kind == "soft" {
+			fix = "the soft device's socket failed; reopen the device (restart the program) and check its address is still configured"
+		}
+		return Finding{Check: dev, Level: Error, Message: fmt.Sprintf("port 1 is %s, not ACTIVE", pa.State), Fix: fix}
+	}
+	f := GIDFinding(dev, gids)
+	f.Message = fmt.Sprintf("%s, port 1 ACTIVE, MTU %s; %s", kind, pa.ActiveMTU, f.Message)
+	return f
 }
 
 // openFix says what to do about a device that does not open.

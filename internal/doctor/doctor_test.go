@@ -142,6 +142,9 @@ func TestMemlock(t *testing.T) {
 			want(t, find(t, Run(context.Background(), Config{Env: env, Memlock: tc.want}), "memlock"), tc.level, tc.msg, tc.fix)
 		})
 	}
+	env := fakeEnv()
+	env.Memlock = func() (uint64, uint64, error) { return 0, 0, errors.New("getrlimit: operation not permitted") }
+	want(t, find(t, Run(context.Background(), Config{Env: env}), "memlock"), Warn, "cannot read RLIMIT_MEMLOCK: getrlimit", "")
 	// The real limit, lowered for this process: the soft limit only, and
 	// put back.
 	var old unix.Rlimit
@@ -179,6 +182,15 @@ func TestGIDFinding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { want(t, GIDFinding("dev", tc.gids), tc.level, tc.msg, tc.fix) })
 	}
+}
+
+func TestPortFinding(t *testing.T) {
+	v4 := verbs.GIDFromIP(netip.MustParseAddr("198.51.100.2"))
+	down := verbs.PortAttr{State: verbs.PortDown}
+	want(t, PortFinding("rxe0", "kernel", down, []verbs.GID{v4}), Error, "port 1 is PORT_DOWN, not ACTIVE", "ip link set NETDEV up")
+	want(t, PortFinding("rgo1", "soft", down, []verbs.GID{v4}), Error, "not ACTIVE", "the soft device's socket failed")
+	up := verbs.PortAttr{State: verbs.PortActive, ActiveMTU: verbs.MTU1024}
+	want(t, PortFinding("rxe0", "kernel", up, []verbs.GID{v4}), OK, "kernel, port 1 ACTIVE, MTU 1024; GIDs [0] 198.51.100.2", "")
 }
 
 func TestDeviceOpenChecks(t *testing.T) {
