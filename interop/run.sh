@@ -637,7 +637,8 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go,show_gids,ibv_asyncwatch} "$KP_SHARE"/
+	cp "$REPO/cmd/show_gids/testdata/rxe0.golden" "$KP_SHARE/show_gids-rxe0.golden"
 	cp -r "$BIN/examples" "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
 	cat >"$KP_SHARE/kp.sh" <<-'EOF'
@@ -808,6 +809,28 @@ kp_section() {
 		if [ $rc = 0 ]; then record "examples/$ex" "kernel rxe0" - PASS "$(grep -c . "$LOGDIR/$id.log") lines of output, exit 0"
 		else record "examples/$ex" "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
 	done
+	# show_gids against the NVIDIA OFED script's output recorded on this
+	# guest's rxe0 (rdma-core ships none; testdata/rxe0.golden), and
+	# ibv_asyncwatch against rdma-core's (options, messages, exit codes,
+	# the start line and the status a signal leaves), ours run through
+	# PATH so that argv[0] is the same: ids kp-show-gids, kp-asyncwatch.
+	id=kp-show-gids
+	if selected "$id"; then
+		rc=0
+		"${VMRUN[@]}" -t 60 "export RDMA_GO_LOOPBACK=off; $KP/show_gids | cmp - $KP/show_gids-rxe0.golden && $KP/show_gids rxe0 | cmp - $KP/show_gids-rxe0.golden" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ]; then record show_gids "kernel rxe0" - PASS "same as the OFED script's table, byte for byte (all devices, and rxe0)"
+		else record show_gids "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	fi
+	id=kp-asyncwatch
+	if selected "$id"; then
+		rc=0
+		"${VMRUN[@]}" -t 120 "export RDMA_GO_LOOPBACK=off; mkdir -p /tmp/ours && cp $KP/ibv_asyncwatch /tmp/ours/ && cd /tmp && n=0 &&
+			for a in -h -x --ib-dev '-d nosuch' --ib=nosuch '--help extra' -hx; do diff <(ibv_asyncwatch \$a 2>&1; echo rc=\$?) <(PATH=/tmp/ours:\$PATH ibv_asyncwatch \$a 2>&1; echo rc=\$?) || exit 1; n=\$((n + 1)); done &&
+			diff <(timeout 5 ibv_asyncwatch -d rxe0) <(timeout 5 /tmp/ours/ibv_asyncwatch -d rxe0) && n=\$((n + 1)) &&
+			for sig in INT TERM; do timeout --preserve-status -s \$sig 5 ibv_asyncwatch -d rxe0 >/dev/null; a=\$?; timeout --preserve-status -s \$sig 5 /tmp/ours/ibv_asyncwatch -d rxe0 >/dev/null; [ \$a = \$? ] || exit 1; n=\$((n + 1)); done && echo \$n cases" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ]; then record ibv_asyncwatch "kernel rxe0" - PASS "same as rdma-core's ($(tail -n1 "$LOGDIR/$id.log"): output, exit status)"
+		else record ibv_asyncwatch "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	fi
 	# rdma-go doctor on rxe0 with the guest itself as the rdma_cm peer:
 	# every check passes and the peer's CM answers.
 	id=kp-doctor

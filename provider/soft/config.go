@@ -399,6 +399,14 @@ func (d *Device) acquire() (*softdev.Device, error) {
 				"loopback interface can be bound, and 127.0.0.1 is taken: add aliases, e.g. ifconfig lo0 alias "+
 				"127.0.0.2, or pick an address with %s or %s)", d.name, err, runtime.GOOS, LoopbackEnv, DevicesEnv)
 		}
+		if d.auto && errors.Is(err, syscall.EADDRINUSE) {
+			// All of 127.0.0.1–254 taken: most likely the kernel's
+			// rdma_rxe, which owns the RoCE port on every address.
+			return nil, fmt.Errorf("verbs: open %s: the RoCE port of every address 127.0.0.1–127.0.0.254 is taken "+
+				"(the kernel's rdma_rxe holds it on all addresses when loaded): move the soft devices to another "+
+				"UDP port with %s=PORT, or leave the loopback device out with %s=off and use the kernel's devices: %w",
+				d.name, PortEnv, LoopbackEnv, err)
+		}
 		return nil, fmt.Errorf("verbs: open %s: %w", d.name, err)
 	}
 	d.run, d.refs, d.down = run, 1, false
