@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rdma-go/rdma-go/provider"
 )
@@ -20,6 +21,7 @@ type Context struct {
 	mu     sync.Mutex
 	closed bool
 	qps    map[*QP]struct{} // live QPs, for QPs
+	res    [resKinds]atomic.Int64 // live PDs, CQs, MRs and SRQs, for Snapshot
 }
 
 // track adds a new QP to the context's list (QPs), or removes a
@@ -72,6 +74,7 @@ func (d *Device) Open() (*Context, error) {
 		p.Close()
 		return nil, err
 	}
+	opened(c)
 	return c, nil
 }
 
@@ -94,6 +97,7 @@ func (c *Context) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	closed(c)
 	c.events.close()
 	return c.p.Close()
 }

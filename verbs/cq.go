@@ -42,6 +42,7 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 		return nil, err
 	}
 	cq.p = p
+	c.res[resCQ].Add(1)
 	return cq, nil
 }
 
@@ -101,6 +102,7 @@ func (cq *CQ) Destroy() error {
 		return err
 	}
 	cq.destroyed = true
+	cq.ctx.res[resCQ].Add(-1)
 	return nil
 }
 

@@ -25,6 +25,7 @@ func (c *Context) AllocPD() (*PD, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.res[resPD].Add(1)
 	return &PD{ctx: c, p: p}, nil
 }
 
@@ -46,6 +47,7 @@ func (pd *PD) Dealloc() error {
 		return err
 	}
 	pd.destroyed = true
+	pd.ctx.res[resPD].Add(-1)
 	return nil
 }
 
@@ -97,6 +99,7 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 		pd.use(-1, 0)
 		return nil, err
 	}
+	pd.ctx.res[resMR].Add(1)
 	return &MR{pd: pd, p: p, addr: p.Addr(), lkey: p.LKey(), buf: buf}, nil
 }
 
@@ -140,5 +143,6 @@ func (m *MR) Dereg() error {
 	}
 	m.dead = true
 	m.pd.use(-1, 0)
+	m.pd.ctx.res[resMR].Add(-1)
 	return nil
 }

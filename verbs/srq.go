@@ -41,6 +41,7 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 		pd.use(0, -1)
 		return nil, err
 	}
+	pd.ctx.res[resSRQ].Add(1)
 	s.p = p
 	return s, nil
 }
@@ -107,6 +108,7 @@ func (s *SRQ) Destroy() error {
 	}
 	s.destroyed = true
 	s.pd.use(0, -1)
+	s.pd.ctx.res[resSRQ].Add(-1)
 	return nil
 }
 

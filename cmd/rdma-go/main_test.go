@@ -1,15 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rdma-go/rdma-go/internal/testdev"
+	"github.com/rdma-go/rdma-go/verbs"
 )
 
 // rdmago runs the program with args and returns its exit status and
@@ -148,5 +156,118 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q) succeeded", in)
 		}
+	}
+}
+
+// TestMain lets the test binary be the other process of TestProcessStats.
+func TestMain(m *testing.M) {
+	if os.Getenv("RDMAGO_STATS_CHILD") == "1" {
+		statsChild()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// statsChild opens a soft device with a PD, a CQ, an MR and an RC QP,
+// says "ready", and keeps them until its stdin closes.
+func statsChild() {
+	ctx, err := testdev.Open("stat")
+	if err != nil {
+		fmt.Println("child:", err)
+		os.Exit(1)
+	}
+	pd, _ := ctx.AllocPD()
+	cq, _ := ctx.CreateCQ(16, nil)
+	pd.RegMR(make([]byte, 4096), verbs.AccessLocalWrite)
+	qp, err := pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		fmt.Println("child:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("ready %s %d\n", ctx.Device().Name(), qp.QPN())
+	io.Copy(io.Discard, os.Stdin)
+	ctx.Close()
+}
+
+// TestProcessStats runs a second process with a soft device open: the
+// statistic and resource commands show its counters, objects and QP from
+// its statistics socket, and nothing once it has exited.
+func TestProcessStats(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RDMAGO_STATS_CHILD=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var dev string
+	var qpn uint32
+	if _, err2 := fmt.Sscanf(line, "ready %s %d", &dev, &qpn); err != nil || err2 != nil {
+		t.Fatalf("child: %q %v %v", line, err, err2)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	code, out, errOut := rdmago(t, "statistic", "show")
+	if code != 0 || !strings.Contains(out, "link "+dev+"/1 sent_pkts 0 rcvd_pkts 0 ") || !strings.Contains(out, " pid "+pid+" comm ") {
+		t.Errorf("statistic show: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = rdmago(t, "resource", "show")
+	if code != 0 || !regexp.MustCompile(`: `+dev+`: pd 1 cq 1 qp 1 mr 1 ctx 1 srq 0 pid `+pid+` comm `).MatchString(out) {
+		t.Errorf("resource show: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = rdmago(t, "resource", "show", "qp")
+	if want := fmt.Sprintf("link %s/1 lqpn %d rqpn 0 type RC state RESET rq-psn 0 sq-psn 0 pid %s comm ", dev, qpn, pid); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("resource show qp: %d %q %q; want %q", code, out, errOut, want)
+	}
+	code, out, _ = rdmago(t, "-j", "resource", "show", "qp")
+	var qps []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &qps) != nil || len(qps) != 1 || qps[0]["lqpn"] != float64(qpn) || qps[0]["pid"] != float64(cmd.Process.Pid) {
+		t.Errorf("-j resource show qp: %d %q", code, out)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if code, out, _ := rdmago(t, "resource", "show", "qp"); code != 0 || strings.Contains(out, "pid "+pid) {
+		t.Errorf("resource show qp after the process exited: %d %q", code, out)
+	}
+	ents, _ := os.ReadDir(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "rdma-go"))
+	for _, e := range ents {
+		if e.Name() == pid+".sock" {
+			t.Errorf("the exited process's socket %s is still there", e.Name())
+		}
+	}
+
+	// A killed process leaves its socket; the next command removes it.
+	kill := exec.Command(os.Args[0], "-test.run=^$")
+	kill.Env = cmd.Env
+	kin, _ := kill.StdinPipe()
+	kout, _ := kill.StdoutPipe()
+	if err := kill.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer kin.Close()
+	if l, err := bufio.NewReader(kout).ReadString('\n'); err != nil || !strings.HasPrefix(l, "ready ") {
+		t.Fatalf("second child: %q %v", l, err)
+	}
+	kill.Process.Kill()
+	kill.Wait()
+	sock := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "rdma-go", strconv.Itoa(kill.Process.Pid)+".sock")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("a killed process's socket: %v (expected it left behind)", err)
+	}
+	rdmago(t, "resource", "show")
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed process's socket is still there after resource show: %v", err)
 	}
 }

@@ -85,13 +85,23 @@ func (c *cli) statistic(args []string) error {
 	}
 	var objs []json.RawMessage
 	found := false
+	emit := func(dev string, port int, fs []field) {
+		found = true
+		if c.json {
+			objs = append(objs, orderedJSON(fs))
+			return
+		}
+		line := fmt.Sprintf("link %s/%d ", dev, port)
+		for _, f := range fs[2:] {
+			line += fmt.Sprintf("%s %v ", f.name, f.value)
+		}
+		fmt.Fprintln(c.stdout, line)
+	}
 	for _, d := range devs {
 		if want != "" && d.Name() != want {
 			continue
 		}
 		if _, isSoft := d.Provider().(*soft.Device); isSoft {
-			found = found || wantPort == 1
-			fmt.Fprintf(c.stderr, "%s: a soft device's counters live in the processes that open it (verbs Context.QueryPortCounters, QP.Counters, the rdmaprom collector); they are not readable from another process\n", d.Name())
 			continue
 		}
 		ports, _ := filepath.Glob(filepath.Join(sysfsIB, d.Name(), "ports", "*"))
@@ -100,18 +110,19 @@ func (c *cli) statistic(args []string) error {
 			if err != nil || (wantPort != 0 && p != wantPort) {
 				continue
 			}
-			found = true
 			fs := []field{{"ifname", d.Name()}, {"port", p}}
-			fs = append(fs, hwCounters(filepath.Join(pdir, "hw_counters"))...)
-			if c.json {
-				objs = append(objs, orderedJSON(fs))
+			emit(d.Name(), p, append(fs, hwCounters(filepath.Join(pdir, "hw_counters"))...))
+		}
+	}
+	// Soft devices: their counters live in the processes that run them,
+	// which serve them on their statistics sockets; one line a process.
+	if wantPort <= 1 {
+		for _, pc := range softContexts(want) {
+			if isKernel(devs, pc.Device) {
 				continue
 			}
-			line := fmt.Sprintf("link %s/%d ", d.Name(), p)
-			for _, f := range fs[2:] {
-				line += fmt.Sprintf("%s %v ", f.name, f.value)
-			}
-			fmt.Fprintln(c.stdout, line)
+			fs := append([]field{{"ifname", pc.Device}, {"port", 1}}, counterFields(pc.Port)...)
+			emit(pc.Device, 1, append(fs, field{"pid", pc.pid}, field{"comm", pc.comm}))
 		}
 	}
 	if want != "" && !found {
@@ -124,6 +135,31 @@ func (c *cli) statistic(args []string) error {
 		return c.printJSON(objs)
 	}
 	return nil
+}
+
+// isKernel reports whether name is a kernel device of devs.
+func isKernel(devs []*verbs.Device, name string) bool {
+	for _, d := range devs {
+		if d.Name() == name {
+			_, isSoft := d.Provider().(*soft.Device)
+			return !isSoft
+		}
+	}
+	return false
+}
+
+// counterFields lists every counter of cs under its rxe name, in rxe's
+// order.
+func counterFields(cs verbs.Counters) []field {
+	v := reflect.ValueOf(cs)
+	t := v.Type()
+	var out []field
+	for i := range t.NumField() {
+		if n := t.Field(i).Tag.Get("rxe"); n != "" {
+			out = append(out, field{n, v.Field(i).Uint()})
+		}
+	}
+	return out
 }
 
 // hwCounters reads a port's hw_counters directory: rxe's counters in
@@ -162,20 +198,48 @@ func hwCounters(dir string) []field {
 // resourceOrder is the kernel's order of the resource summary entries.
 var resourceOrder = []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"}
 
-// resource runs "resource [show]": the kernel's per-device count of PDs,
-// CQs, QPs, CM ids, MRs, contexts and SRQs, as "rdma resource show".
+// resource runs "resource [show] [qp]": the kernel's per-device count of
+// PDs, CQs, QPs, CM ids, MRs, contexts and SRQs, as "rdma resource show",
+// then each process's soft-device contexts with the same counts (and its
+// PID and command); "qp" lists the soft devices' QPs one a line.
 func (c *cli) resource(args []string) error {
-	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") {
-		return message(fmt.Sprintf("Command \"%s\" is unknown, try \"rdma-go resource help\".", args[0]))
+	if len(args) > 0 {
+		if !matches(args[0], "show") && !matches(args[0], "list") {
+			return message(fmt.Sprintf("Command \"%s\" is unknown, try \"rdma-go resource help\".", args[0]))
+		}
+		args = args[1:]
 	}
-	if len(args) > 1 {
-		return fmt.Errorf("resource show %s: the per-object lists are not implemented; iproute2's rdma resource show %s lists a kernel device's", args[1], args[1])
+	devs, err := verbs.Devices()
+	if err != nil {
+		return err
 	}
+	switch {
+	case len(args) == 0:
+		return c.resourceSummary(devs)
+	case len(args) == 1 && matches(args[0], "qp"):
+		return c.resourceQPs(devs)
+	}
+	return fmt.Errorf("resource show %s: not implemented (the summary and qp are); iproute2's rdma resource show %s lists a kernel device's", strings.Join(args, " "), strings.Join(args, " "))
+}
+
+// resourceSummary prints the per-device counts.
+func (c *cli) resourceSummary(devs []*verbs.Device) error {
 	rs, err := kernelResources()
 	if err != nil && !errors.Is(err, syscall.EPROTONOSUPPORT) { // no RDMA netlink: no kernel RDMA
 		return fmt.Errorf("resource show: RDMA netlink: %w", err)
 	}
 	var objs []json.RawMessage
+	line := func(index int, name string, fs []field) {
+		if c.json {
+			objs = append(objs, orderedJSON(append([]field{{"ifindex", index}, {"ifname", name}}, fs...)))
+			return
+		}
+		l := fmt.Sprintf("%d: %s: ", index, name)
+		for _, f := range fs {
+			l += fmt.Sprintf("%s %v ", f.name, f.value)
+		}
+		fmt.Fprintln(c.stdout, l)
+	}
 	for _, r := range rs {
 		var fs []field
 		var others []string
@@ -190,15 +254,14 @@ func (c *cli) resource(args []string) error {
 				fs = append(fs, field{k, v})
 			}
 		}
-		if c.json {
-			objs = append(objs, orderedJSON(append([]field{{"ifindex", r.index}, {"ifname", r.name}}, fs...)))
+		line(r.index, r.name, fs)
+	}
+	for _, pc := range softContexts("") {
+		if isKernel(devs, pc.Device) {
 			continue
 		}
-		line := fmt.Sprintf("%d: %s: ", r.index, r.name)
-		for _, f := range fs {
-			line += fmt.Sprintf("%s %v ", f.name, f.value)
-		}
-		fmt.Fprintln(c.stdout, line)
+		line(deviceIndex(devs, pc.Device), pc.Device, []field{{"pd", pc.PDs}, {"cq", pc.CQs}, {"qp", len(pc.QPs)},
+			{"mr", pc.MRs}, {"ctx", 1}, {"srq", pc.SRQs}, {"pid", pc.pid}, {"comm", pc.comm}})
 	}
 	if c.json {
 		if objs == nil {
@@ -207,4 +270,58 @@ func (c *cli) resource(args []string) error {
 		return c.printJSON(objs)
 	}
 	return nil
+}
+
+// resourceQPs lists the soft devices' QPs as "rdma resource show qp"
+// lists a kernel device's.
+func (c *cli) resourceQPs(devs []*verbs.Device) error {
+	var objs []json.RawMessage
+	for _, pc := range softContexts("") {
+		if isKernel(devs, pc.Device) {
+			continue
+		}
+		for _, q := range pc.QPs {
+			fs := []field{{"ifname", pc.Device}, {"port", 1}, {"lqpn", q.QPN}}
+			if q.Type == "RC" || q.Type == "UC" {
+				fs = append(fs, field{"rqpn", q.DestQPN})
+			}
+			fs = append(fs, field{"type", q.Type}, field{"state", q.State})
+			if q.Type == "RC" || q.Type == "UC" {
+				fs = append(fs, field{"rq-psn", q.RQPSN})
+			}
+			fs = append(fs, field{"sq-psn", q.SQPSN}, field{"pid", pc.pid}, field{"comm", pc.comm})
+			if c.json {
+				objs = append(objs, orderedJSON(fs))
+				continue
+			}
+			l := fmt.Sprintf("link %s/1 ", pc.Device)
+			for _, f := range fs[2:] {
+				l += fmt.Sprintf("%s %v ", f.name, f.value)
+			}
+			fmt.Fprintln(c.stdout, l)
+		}
+	}
+	for _, d := range devs {
+		if isKernel(devs, d.Name()) {
+			fmt.Fprintf(c.stderr, "%s: a kernel device's QPs: iproute2's rdma resource show qp\n", d.Name())
+		}
+	}
+	if c.json {
+		if objs == nil {
+			objs = []json.RawMessage{}
+		}
+		return c.printJSON(objs)
+	}
+	return nil
+}
+
+// deviceIndex is name's position in devs, or len(devs) for a device this
+// process does not list (one a program added in code).
+func deviceIndex(devs []*verbs.Device, name string) int {
+	for i, d := range devs {
+		if d.Name() == name {
+			return i
+		}
+	}
+	return len(devs)
 }
