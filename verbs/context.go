@@ -20,7 +20,7 @@ type Context struct {
 
 	mu     sync.Mutex
 	closed bool
-	qps    map[*QP]struct{} // live QPs, for QPs
+	qps    map[*QP]struct{}       // live QPs, for QPs
 	res    [resKinds]atomic.Int64 // live PDs, CQs, MRs and SRQs, for Snapshot
 }
 
