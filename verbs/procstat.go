@@ -147,6 +147,12 @@ func serveStats() net.Listener {
 		slog.Debug("rdma-go: no statistics socket", "dir", dir, "err", err)
 		return nil
 	}
+	// Only in a directory of this user's own (not a symlink, nor one
+	// another user made in /tmp beforehand).
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !ownedByMe(fi) {
+		slog.Debug("rdma-go: no statistics socket: the directory is not this user's own", "dir", dir)
+		return nil
+	}
 	path := filepath.Join(dir, fmt.Sprintf("%d.sock", os.Getpid()))
 	os.Remove(path) // a dead process's, whose PID this one reuses
 	ln, err := net.Listen("unix", path)
