@@ -637,7 +637,7 @@ kp_section() {
 		return 0
 	fi
 	mkdir -p "$KP_SHARE"
-	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go,show_gids,ibv_asyncwatch} "$KP_SHARE"/
+	cp "$BIN"/{ibv_devices,ibv_devinfo,ibv_rc_pingpong,ibv_uc_pingpong,ibv_ud_pingpong,ibv_srq_pingpong,ib_write_bw,ib_send_lat,ib_read_bw,ib_send_bw,ib_atomic_bw,ib_write_lat,ib_read_lat,ib_atomic_lat,rdma-bench,rping,ucmatose,udaddy,rdma_server,rdma_client,ibstat,ibstatus,rdma-go,show_gids,ibv_asyncwatch,perfquery} "$KP_SHARE"/
 	cp "$REPO/cmd/show_gids/testdata/rxe0.golden" "$KP_SHARE/show_gids-rxe0.golden"
 	cp -r "$BIN/examples" "$KP_SHARE"/
 	# kp.sh ID TOOL MODE PORT KIND ARGS...: server and client in the guest, both on rxe0.
@@ -830,6 +830,19 @@ kp_section() {
 			for sig in INT TERM; do timeout --preserve-status -s \$sig 5 ibv_asyncwatch -d rxe0 >/dev/null; a=\$?; timeout --preserve-status -s \$sig 5 /tmp/ours/ibv_asyncwatch -d rxe0 >/dev/null; [ \$a = \$? ] || exit 1; n=\$((n + 1)); done && echo \$n cases" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
 		if [ $rc = 0 ]; then record ibv_asyncwatch "kernel rxe0" - PASS "same as rdma-core's ($(tail -n1 "$LOGDIR/$id.log"): output, exit status)"
 		else record ibv_asyncwatch "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
+	fi
+	# perfquery: the same usage text as infiniband-diags' (which cannot
+	# open a RoCE port), and on rxe0 a clear failure: Linux answers a
+	# PerfMgt Get with status 0xc, it has no PerfMgt agent for rxe: id
+	# kp-perfquery.
+	id=kp-perfquery
+	if selected "$id"; then
+		rc=0
+		"${VMRUN[@]}" -t 120 "export RDMA_GO_LOOPBACK=off; mkdir -p /tmp/ours && cp $KP/perfquery /tmp/ours/ && cd /tmp &&
+			diff <(perfquery -h 2>&1; echo rc=\$?) <(PATH=/tmp/ours:\$PATH perfquery -h 2>&1; echo rc=\$?) &&
+			{ /tmp/ours/perfquery -C rxe0 -t 500 >o 2>e; r=\$?; cat o e; [ \$r = 255 ] && grep -q 'answered status 0xc' e; }" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		if [ $rc = 0 ]; then record perfquery "kernel rxe0" - PASS "usage as infiniband-diags'; on rxe0: exit 255, status 0xc explained"
+		else record perfquery "kernel rxe0" - FAIL "rc=$rc"; show_logs "$id" "$LOGDIR/$id.log"; fi
 	fi
 	# rdma-go doctor on rxe0 with the guest itself as the rdma_cm peer:
 	# every check passes and the peer's CM answers.

@@ -156,8 +156,11 @@ func (p *PerfMgt) handle(r *Registration, in *Received) {
 	resp.SetMethod(MethodGetResp)
 	resp.SetStatus(0)
 	a := resp.PerfAttr()
+	// PortSelect 0 on a channel adapter means the port the MAD came in
+	// on (perfquery sends it for a LID given without a port), which is
+	// the one port this responder serves.
 	portOK := func(ps uint8) bool {
-		return ps == p.cfg.Port || (ps == AllPorts && p.cfg.CapabilityMask&PerfCapAllPortSelect != 0)
+		return ps == p.cfg.Port || ps == 0 || (ps == AllPorts && p.cfg.CapabilityMask&PerfCapAllPortSelect != 0)
 	}
 	switch attr {
 	case AttrClassPortInfo:
