@@ -50,6 +50,7 @@ where  OBJECT := { link | statistic | resource | doctor | help }
        rdma-go link add NAME type { rxe | siw } netdev NETDEV
        rdma-go link delete NAME
        rdma-go statistic show [ link DEV/PORT ]
+       rdma-go statistic qp show
        rdma-go resource show
        rdma-go doctor [ -d DEV ] [ --memlock SIZE ] [ --peer HOST[:PORT] ] [ --timeout DURATION ]
 `

@@ -221,6 +221,10 @@ func TestProcessStats(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "link "+dev+"/1 sent_pkts 0 rcvd_pkts 0 ") || !strings.Contains(out, " pid "+pid+" comm ") {
 		t.Errorf("statistic show: %d %q %q", code, out, errOut)
 	}
+	code, out, errOut = rdmago(t, "statistic", "qp", "show")
+	if want := fmt.Sprintf("link %s/1 lqpn %d qp-type RC pid %s comm ", dev, qpn, pid); code != 0 || !strings.Contains(out, want) || !strings.Contains(out, " sent_pkts 0 ") {
+		t.Errorf("statistic qp show: %d %q %q; want %q", code, out, errOut, want)
+	}
 	code, out, errOut = rdmago(t, "resource", "show")
 	if code != 0 || !regexp.MustCompile(`: `+dev+`: pd 1 cq 1 qp 1 mr 1 ctx 1 srq 0 pid `+pid+` comm `).MatchString(out) {
 		t.Errorf("resource show: %d %q %q", code, out, errOut)

@@ -23,12 +23,9 @@ var sysfsIB = "/sys/class/infiniband"
 // counterOrder is rxe's hw counter order (the order of verbs.Counters'
 // rxe tags), which the kernel reports and iproute2 prints.
 var counterOrder = func() []string {
-	t := reflect.TypeFor[verbs.Counters]()
 	var out []string
-	for i := range t.NumField() {
-		if n := t.Field(i).Tag.Get("rxe"); n != "" {
-			out = append(out, n)
-		}
+	for _, f := range counterFields(verbs.Counters{}) {
+		out = append(out, f.name)
 	}
 	return out
 }()
@@ -60,6 +57,9 @@ func orderedJSON(fs []field) json.RawMessage {
 // statistic runs "statistic [show|list] [link DEV/PORT]": a kernel
 // device's port counters, as "rdma statistic show" prints them.
 func (c *cli) statistic(args []string) error {
+	if len(args) > 0 && matches(args[0], "qp") {
+		return c.statisticQPs(args[1:])
+	}
 	if len(args) > 0 {
 		if !matches(args[0], "show") && !matches(args[0], "list") {
 			return message(fmt.Sprintf("Command \"%s\" is unknown, try \"rdma-go statistic help\".", args[0]))
@@ -127,6 +127,44 @@ func (c *cli) statistic(args []string) error {
 	}
 	if want != "" && !found {
 		return message("Wrong device name")
+	}
+	if c.json {
+		if objs == nil {
+			objs = []json.RawMessage{}
+		}
+		return c.printJSON(objs)
+	}
+	return nil
+}
+
+// statisticQPs runs "statistic qp [show]": each soft-device QP's counters,
+// one line a QP, from the processes' statistics sockets.
+func (c *cli) statisticQPs(args []string) error {
+	if len(args) > 1 || (len(args) == 1 && !matches(args[0], "show") && !matches(args[0], "list")) {
+		return errUsage
+	}
+	devs, err := verbs.Devices()
+	if err != nil {
+		return err
+	}
+	var objs []json.RawMessage
+	for _, pc := range softContexts("") {
+		if isKernel(devs, pc.Device) {
+			continue
+		}
+		for _, q := range pc.QPs {
+			fs := []field{{"ifname", pc.Device}, {"port", 1}, {"lqpn", q.QPN}, {"qp-type", q.Type}, {"pid", pc.pid}, {"comm", pc.comm}}
+			fs = append(fs, counterFields(q.Counters)...)
+			if c.json {
+				objs = append(objs, orderedJSON(fs))
+				continue
+			}
+			l := fmt.Sprintf("link %s/1 ", pc.Device)
+			for _, f := range fs[2:] {
+				l += fmt.Sprintf("%s %v ", f.name, f.value)
+			}
+			fmt.Fprintln(c.stdout, l)
+		}
 	}
 	if c.json {
 		if objs == nil {
