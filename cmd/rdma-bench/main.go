@@ -1,77 +1,127 @@
-// Command rdma-bench compares, in one process and one run, rdma-go's soft
-// RoCE data path with Go's own TCP on loopback, on three workloads:
+// Command rdma-bench compares rdma-go's soft RoCE data path with Go's own
+// TCP on loopback, workload by workload, in one command:
 //
-//   - WRITE 64 KiB bandwidth (RC RDMA WRITE, 16 outstanding) against a
+//   - WRITE, SEND and READ 64 KiB bandwidth (RC, 16 outstanding) against a
 //     stream of 64 KiB TCP writes;
-//   - 8-byte ping-pong latency (RC SEND) against an 8-byte TCP echo;
+//   - 8-byte ping-pong latency, with SENDs and with RDMA WRITEs polled in
+//     memory (as ib_write_lat), against an 8-byte TCP echo;
 //   - 8-byte message rate (RC RDMA WRITE, post lists of 32, 8 lists
-//     outstanding) against 8-byte messages written 32 at a time on TCP.
+//     outstanding per QP) over 1, 2, 4 and 8 QPs, against 8-byte messages
+//     written 32 at a time on as many TCP connections.
 //
-// The RDMA side runs over two loopback soft devices (verbs.AddLoopbackDevice),
-// real UDP on 127.0.0.x. It prints a table with each figure and the ratio
-// RDMA/TCP, or one JSON object with --json.
+// With -procs 1 (the default) both ends of every workload run in this
+// process: two loopback soft devices (verbs.AddLoopbackDevice), real UDP
+// on 127.0.0.x, and a TCP connection to itself. With -procs 2 the other
+// end runs in a second process, which is what applications do: rdma-bench
+// starts itself again as its peer, each process on a soft device of its
+// own at a random 127.x.y.z, and the TCP side is a connection between the
+// two. The process that measures runs the same loops either way.
 //
-// With -d DEVICE the RDMA side runs on that device instead (both QPs on
+// -runs N interleaves N rounds (each round: every workload, RDMA then
+// TCP) and reports, per workload, the median of the per-round ratios
+// RDMA/TCP and their range. A progress line goes to stderr. The result is
+// a table, or one JSON object with -json.
+//
+// With -d DEVICE the RDMA side runs on that device instead (both ends on
 // it, over its own address: a kernel device such as rxe0 works).
 //
-// Usage: rdma-bench [-d DEVICE] [-duration 2s | -iters N] [--json] | -version
+// Usage: rdma-bench [-procs 1|2] [-runs N] [-d DEVICE] [-duration 2s | -iters N] [-json] | -version
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdma-go/rdma-go/internal/perftest"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/version"
 )
 
-// Workload parameters.
-const (
-	bwSize     = 64 << 10
-	bwWindow   = 16
-	latSize    = 8
-	rateSize   = 8
-	rateList   = 32
-	rateLists  = 8
-	warmupIter = 200
-)
+// Scenario is one workload's figures over all rounds, in the JSON report.
+type Scenario struct {
+	Name   string `json:"name"`
+	Title  string `json:"title"`
+	TCP    string `json:"tcp_baseline"`
+	Unit   string `json:"unit"`
+	Better string `json:"better"` // which direction is better for this unit
+	// One entry per round.
+	RDMA    []float64 `json:"rdma"`
+	TCPs    []float64 `json:"tcp"`
+	Ratios  []float64 `json:"ratio_rdma_over_tcp"`
+	RDMAOps []int     `json:"rdma_ops"`
+	TCPOps  []int     `json:"tcp_ops"`
+	// Over the rounds: medians, and the range of the ratios.
+	Median   Medians `json:"median"`
+	RatioMin float64 `json:"ratio_min"`
+	RatioMax float64 `json:"ratio_max"`
+}
 
-// Figure is one measured pair.
-type Figure struct {
-	Name  string  `json:"name"`
-	Unit  string  `json:"unit"`
+// Medians are a scenario's medians over the rounds. Ratio is the median
+// of the per-round ratios, not the ratio of the medians.
+type Medians struct {
 	RDMA  float64 `json:"rdma"`
 	TCP   float64 `json:"tcp"`
 	Ratio float64 `json:"ratio_rdma_over_tcp"`
-	// Better says which direction is better for this unit.
-	Better  string `json:"better"`
-	RDMAOps int    `json:"rdma_ops"`
-	TCPOps  int    `json:"tcp_ops"`
 }
 
-// Report is the --json output.
+// Report is the -json output.
 type Report struct {
-	Env      perftest.Env `json:"environment"`
-	Budget   string       `json:"budget"`
-	Figures  []Figure     `json:"figures"`
-	Warnings []string     `json:"warnings,omitempty"`
+	RdmaGo    string       `json:"rdma_go_version"`
+	Env       perftest.Env `json:"environment"`
+	Procs     int          `json:"procs"`
+	Runs      int          `json:"runs"`
+	Budget    string       `json:"budget"`
+	Device    string       `json:"device"`
+	Addresses []string     `json:"device_addresses,omitempty"` // with -procs 2: this process's, the peer's
+	Scenarios []Scenario   `json:"scenarios"`
+	Warnings  []string     `json:"warnings,omitempty"`
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// hooks let tests watch a run.
+type hooks struct {
+	child     func(pid int)           // the peer process started
+	measuring func(name, side string) // a measurement begins
+}
 
-func run(args []string, stdout, stderr io.Writer) int {
+// transport runs the two sides of a scenario once.
+type transport interface {
+	rdma(s *scenario, b workload.Budget) (workload.Result, error)
+	tcp(s *scenario, b workload.Budget) (workload.Result, error)
+}
+
+// main runs rdma-bench, or its peer process when started as one.
+func main() {
+	if isPeer() {
+		os.Exit(peerMain(os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is rdma-bench with its arguments; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int { return runWith(args, stdout, stderr, hooks{}) }
+
+// runWith is run, with hooks for tests.
+func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 	fs := flag.NewFlagSet("rdma-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dur := fs.Duration("duration", 2*time.Second, "time per workload and transport")
-	iters := fs.Int("iters", 0, "operations per workload and transport instead of -duration (messages; round trips for the ping-pong)")
+	iters := fs.Int("iters", 0, "operations per workload and transport instead of -duration (messages; round trips for the ping-pongs)")
+	procs := fs.Int("procs", 1, "1: both ends of each workload in this process; 2: the other end in a second process")
+	runs := fs.Int("runs", 1, "interleaved rounds: the ratios' median and range are reported")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	showVersion := fs.Bool("version", false, "print rdma-go's version and exit")
-	device := fs.String("d", "", "run the RDMA side on this device (both QPs on it, e.g. rxe0) instead of two loopback soft devices")
+	device := fs.String("d", "", "run the RDMA side on this device (both ends on it, e.g. rxe0) instead of soft devices")
+	only := fs.String("only", "", "run only these workloads (names, comma-separated: "+names()+")")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -79,18 +129,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version.Line())
 		return 0
 	}
-	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 {
+	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 || *runs < 1 || (*procs != 1 && *procs != 2) {
 		fs.Usage()
 		return 2
 	}
-	b := workload.Budget{Iters: *iters, Duration: *dur}
-	rep := Report{Env: perftest.Environment(), Budget: b.String()}
-	figs, err := measure(b, *device)
+	sel, err := selectScenarios(*only)
 	if err != nil {
+		fmt.Fprintln(stderr, "rdma-bench:", err)
+		return 2
+	}
+	term := false
+	if f, ok := stderr.(*os.File); ok {
+		term = isTerminal(f)
+	}
+	// The peer process writes to a file stderr itself; to anything else
+	// through a goroutine of exec's, beside this one's writes.
+	peerErr := stderr
+	stderr = &syncWriter{w: stderr}
+	if _, ok := peerErr.(*os.File); !ok {
+		peerErr = stderr
+	}
+	b := workload.Budget{Iters: *iters, Duration: *dur}
+	rep := Report{RdmaGo: version.String(), Env: perftest.Environment(), Procs: *procs, Runs: *runs, Budget: b.String(), Device: "soft RoCE"}
+	if *device != "" {
+		rep.Device = *device
+	}
+	if w := loadWarning(); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
+	var tr transport = inProcess{ctx: context.Background(), device: *device}
+	if *procs == 2 {
+		p, err := startPeer(*device, peerErr, h)
+		if err != nil {
+			fmt.Fprintln(stderr, "rdma-bench:", err)
+			return 1
+		}
+		rep.Addresses = []string{p.dev.Device().Addr().String(), p.addr}
+		tr = twoProcs{p}
+		err = measure(tr, sel, b, *runs, &rep, &progress{w: stderr, term: term}, h)
+		if cerr := p.close(err == nil); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "rdma-bench:", err)
+			return 1
+		}
+	} else if err := measure(tr, sel, b, *runs, &rep, &progress{w: stderr, term: term}, h); err != nil {
 		fmt.Fprintln(stderr, "rdma-bench:", err)
 		return 1
 	}
-	rep.Figures = figs
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -100,89 +187,164 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "rdma-bench: %s; %s, %d CPUs, %s, rdma-go %s\n", b, rep.Env.CPU, rep.Env.CPUs, rep.Env.GoVersion, rep.Env.RdmaGo)
-	dev := "soft RoCE"
-	if *device != "" {
-		dev = *device
-	}
-	fmt.Fprintf(stdout, "%-38s %16s %16s %10s\n", "workload", "RDMA ("+dev+")", "Go TCP loopback", "RDMA/TCP")
-	for _, f := range figs {
-		fmt.Fprintf(stdout, "%-38s %11.2f %-4s %11.2f %-4s %10.2f  (%s is better)\n", f.Name, f.RDMA, f.Unit, f.TCP, f.Unit, f.Ratio, f.Better)
-	}
+	printTable(stdout, &rep)
 	return 0
 }
 
-func measure(b workload.Budget, device string) ([]Figure, error) {
-	warm := workload.Budget{Iters: warmupIter}
-	var figs []Figure
-
-	// Bandwidth.
-	p, err := workload.NewRCPair(bwWindow*bwSize, 2*bwWindow, device)
-	if err != nil {
-		return nil, fmt.Errorf("RDMA pair: %w", err)
+// measure runs the rounds: in each, every scenario, RDMA then TCP, so
+// that each ratio compares two runs made seconds apart.
+func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Report, pr *progress, h hooks) error {
+	rep.Scenarios = make([]Scenario, len(sel))
+	for i, s := range sel {
+		rep.Scenarios[i] = Scenario{Name: s.name, Title: s.title, TCP: "Go TCP: " + s.tcpTitle, Unit: s.unit, Better: s.better}
 	}
-	if _, err := workload.RCWrite(p, bwSize, bwWindow, warm); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("RDMA WRITE warm-up: %w", err)
+	where := "1 process"
+	if _, ok := tr.(twoProcs); ok {
+		where = "2 processes"
 	}
-	rw, err := workload.RCWrite(p, bwSize, bwWindow, b)
-	p.Close()
-	if err != nil {
-		return nil, fmt.Errorf("RDMA WRITE: %w", err)
+	defer pr.clear()
+	for r := range runs {
+		for i, s := range sel {
+			f := &rep.Scenarios[i]
+			var res [2]workload.Result
+			for k, side := range []string{"RDMA", "TCP"} {
+				pr.show(fmt.Sprintf("rdma-bench: round %d/%d, %s (%d/%d), %s, %s", r+1, runs, s.name, i+1, len(sel), side, where))
+				if h.measuring != nil {
+					h.measuring(s.name, side)
+				}
+				var err error
+				if k == 0 {
+					res[k], err = tr.rdma(s, b)
+				} else {
+					res[k], err = tr.tcp(s, b)
+				}
+				if err != nil {
+					return fmt.Errorf("%s, round %d, %s: %w", s.name, r+1, side, err)
+				}
+			}
+			rv, tv := s.value(res[0]), s.value(res[1])
+			ratio := 0.0
+			if tv > 0 {
+				ratio = rv / tv
+			}
+			f.RDMA, f.TCPs, f.Ratios = append(f.RDMA, rv), append(f.TCPs, tv), append(f.Ratios, ratio)
+			f.RDMAOps, f.TCPOps = append(f.RDMAOps, res[0].Ops), append(f.TCPOps, res[1].Ops)
+		}
 	}
-	tw, err := workload.TCPStream(bwSize, b)
-	if err != nil {
-		return nil, fmt.Errorf("TCP stream: %w", err)
+	for i := range rep.Scenarios {
+		f := &rep.Scenarios[i]
+		f.Median = Medians{RDMA: median(f.RDMA), TCP: median(f.TCPs), Ratio: median(f.Ratios)}
+		f.RatioMin, f.RatioMax = slices.Min(f.Ratios), slices.Max(f.Ratios)
 	}
-	figs = append(figs, figure("WRITE 64 KiB bandwidth", "MiB/s", "higher", rw.MiBps(), tw.MiBps(), rw, tw))
-
-	// Latency.
-	p, err = workload.NewRCPair(4096, 64, device)
-	if err != nil {
-		return nil, fmt.Errorf("RDMA pair: %w", err)
-	}
-	if _, err := workload.RCSendPingPong(p, latSize, warm); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("RDMA SEND warm-up: %w", err)
-	}
-	rl, err := workload.RCSendPingPong(p, latSize, b)
-	p.Close()
-	if err != nil {
-		return nil, fmt.Errorf("RDMA SEND ping-pong: %w", err)
-	}
-	tl, err := workload.TCPPingPong(latSize, b)
-	if err != nil {
-		return nil, fmt.Errorf("TCP ping-pong: %w", err)
-	}
-	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-	figs = append(figs, figure("SEND 8 B ping-pong latency (one-way)", "usec", "lower", us(rl.HalfRTT()), us(tl.HalfRTT()), rl, tl))
-
-	// Message rate.
-	p, err = workload.NewRCPair(4096, 2*rateList*rateLists, device)
-	if err != nil {
-		return nil, fmt.Errorf("RDMA pair: %w", err)
-	}
-	if _, err := workload.RCWritePostList(p, rateSize, rateList, rateLists, workload.Budget{Iters: warmupIter * rateList}); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("RDMA WRITE post list warm-up: %w", err)
-	}
-	rr, err := workload.RCWritePostList(p, rateSize, rateList, rateLists, b)
-	p.Close()
-	if err != nil {
-		return nil, fmt.Errorf("RDMA WRITE post list: %w", err)
-	}
-	tr, err := workload.TCPBatched(rateSize, rateList, b)
-	if err != nil {
-		return nil, fmt.Errorf("TCP batched: %w", err)
-	}
-	figs = append(figs, figure("WRITE 8 B message rate (lists of 32)", "Mpps", "higher", rr.Mpps(), tr.Mpps(), rr, tr))
-	return figs, nil
+	return nil
 }
 
-func figure(name, unit, better string, rdma, tcp float64, r, t workload.Result) Figure {
-	ratio := 0.0
-	if tcp > 0 {
-		ratio = rdma / tcp
+// median returns the median of v (the mean of the middle two for an even
+// count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.SortFunc(s, cmp.Compare)
+	n := len(s)
+	if n == 0 {
+		return 0
 	}
-	return Figure{Name: name, Unit: unit, RDMA: rdma, TCP: tcp, Ratio: ratio, Better: better, RDMAOps: r.Ops, TCPOps: t.Ops}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// printTable prints the report as a table: medians, and the ratios'
+// range when there is more than one round.
+func printTable(w io.Writer, rep *Report) {
+	where := "in one process"
+	if rep.Procs == 2 {
+		where = "between two processes (" + strings.Join(rep.Addresses, " and ") + ")"
+	}
+	rounds := "1 run"
+	if rep.Runs > 1 {
+		rounds = fmt.Sprintf("%d interleaved runs, medians", rep.Runs)
+	}
+	fmt.Fprintf(w, "rdma-bench: %s, %s; %s, %d CPUs, %s, rdma-go %s\n", where, rounds, rep.Budget, rep.Env.CPUs, rep.Env.GoVersion, rep.RdmaGo)
+	if rep.Env.CPU != "" {
+		fmt.Fprintf(w, "cpu: %s\n", rep.Env.CPU)
+	}
+	for _, x := range rep.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", x)
+	}
+	fmt.Fprintf(w, "%-15s %-46s %16s %16s %9s", "name", "workload", "RDMA ("+rep.Device+")", "Go TCP loopback", "RDMA/TCP")
+	if rep.Runs > 1 {
+		fmt.Fprint(w, " [range]")
+	}
+	fmt.Fprintln(w)
+	for _, f := range rep.Scenarios {
+		fmt.Fprintf(w, "%-15s %-46s %10.2f %-5s %10.2f %-5s %9.2f", f.Name, f.Title, f.Median.RDMA, f.Unit, f.Median.TCP, f.Unit, f.Median.Ratio)
+		if rep.Runs > 1 {
+			r := fmt.Sprintf("[%.2f–%.2f]", f.RatioMin, f.RatioMax)
+			fmt.Fprintf(w, " %s%*s", r, 13-utf8.RuneCountInString(r), "")
+		}
+		fmt.Fprintf(w, "  (%s is better)\n", f.Better)
+	}
+}
+
+// inProcess measures both ends in this process.
+type inProcess struct {
+	ctx    context.Context
+	device string
+}
+
+// rdma measures s's RDMA side over a new pair, after a warm-up on it.
+func (t inProcess) rdma(s *scenario, b workload.Budget) (workload.Result, error) {
+	p, err := workload.NewPair(s.config(), t.device)
+	if err != nil {
+		return workload.Result{}, fmt.Errorf("RDMA pair: %w", err)
+	}
+	defer p.Close()
+	if _, err := s.inProcess(t.ctx, p, s.warmup()); err != nil {
+		return workload.Result{}, fmt.Errorf("warm-up: %w", err)
+	}
+	return s.inProcess(t.ctx, p, b)
+}
+
+// tcp measures s's TCP side on loopback connections to this process.
+func (t inProcess) tcp(s *scenario, b workload.Budget) (workload.Result, error) {
+	return s.tcpInProcess(t.ctx, b)
+}
+
+// progress shows which workload runs: one line rewritten in place on a
+// terminal, a line each otherwise.
+type progress struct {
+	w     io.Writer
+	term  bool
+	width int
+}
+
+// show puts s on the progress line.
+func (p *progress) show(s string) {
+	if !p.term {
+		fmt.Fprintln(p.w, s)
+		return
+	}
+	fmt.Fprintf(p.w, "\r%-*s", p.width, s)
+	p.width = max(p.width, len(s))
+}
+
+// clear erases the line on a terminal.
+func (p *progress) clear() {
+	if p.term && p.width > 0 {
+		fmt.Fprintf(p.w, "\r%*s\r", p.width, "")
+	}
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes b to the underlying writer, alone.
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
