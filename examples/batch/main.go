@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"time"
 
@@ -114,7 +113,7 @@ func run(w io.Writer, o *exdev.Options, cfg config) (err error) {
 
 	// The send queue is sqDepth deep; the CQ (rdmacm sizes it like the
 	// queue) can hold a completion for every work request in it.
-	client, server, err := connect(ctx, ip, &rdmacm.Options{Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: 4}})
+	client, server, err := exdev.Connect(ctx, ip, &rdmacm.Options{Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: 4}})
 	if err != nil {
 		return err
 	}
@@ -294,41 +293,6 @@ func verify(target []byte, cfg config) (int, error) {
 	return cfg.N - 1, nil
 }
 
-// connect makes one RC connection inside this process: a listener on the
-// device's address, and a dialer from that address to it.
-func connect(ctx context.Context, ip netip.Addr, opts *rdmacm.Options) (client, server *rdmacm.Conn, err error) {
-	l, err := rdmacm.Listen(netip.AddrPortFrom(ip, 0).String(), opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
-	}
-	type accepted struct {
-		c   *rdmacm.Conn
-		err error
-	}
-	ch := make(chan accepted, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		ch <- accepted{c, err}
-	}()
-	dopts := *opts
-	dopts.Source = ip
-	client, err = rdmacm.Dial(ctx, l.Addr().String(), &dopts)
-	if err != nil {
-		l.Close() // ends the Accept
-	}
-	a := <-ch
-	l.Close()
-	if err != nil || a.err != nil {
-		if a.c != nil {
-			a.c.Close()
-		}
-		if client != nil {
-			client.Close()
-		}
-		return nil, nil, fmt.Errorf("connect: %w", errors.Join(err, a.err))
-	}
-	return client, a.c, nil
-}
 
 // exchange tells the client where the server's target memory is: the
 // server SENDs its address and R_Key, the client receives them. This is

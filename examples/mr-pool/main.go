@@ -38,7 +38,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"time"
 
@@ -113,7 +112,7 @@ func run(w io.Writer, o *exdev.Options, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	client, server, err := connect(ctx, ip, &rdmacm.Options{
+	client, server, err := exdev.Connect(ctx, ip, &rdmacm.Options{MinRNRTimer: minRNRTimer,
 		Cap: verbs.QPCap{MaxSendWR: uint32(cfg.Window), MaxRecvWR: recvBufs}})
 	if err != nil {
 		return err
@@ -447,43 +446,6 @@ func stamp(b []byte, seq uint64) {
 	}
 }
 
-// connect makes one RC connection inside this process: a listener on the
-// device's address, and a dialer from that address to it.
-func connect(ctx context.Context, ip netip.Addr, opts *rdmacm.Options) (client, server *rdmacm.Conn, err error) {
-	l, err := rdmacm.Listen(netip.AddrPortFrom(ip, 0).String(), opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
-	}
-	// Accepted connections take the listener's RNR timer.
-	l.ID().SetMinRNRTimer(minRNRTimer)
-	type accepted struct {
-		c   *rdmacm.Conn
-		err error
-	}
-	ch := make(chan accepted, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		ch <- accepted{c, err}
-	}()
-	dopts := *opts
-	dopts.Source = ip
-	client, err = rdmacm.Dial(ctx, l.Addr().String(), &dopts)
-	if err != nil {
-		l.Close() // ends the Accept
-	}
-	a := <-ch
-	l.Close()
-	if err != nil || a.err != nil {
-		if a.c != nil {
-			a.c.Close()
-		}
-		if client != nil {
-			client.Close()
-		}
-		return nil, nil, fmt.Errorf("connect: %w", errors.Join(err, a.err))
-	}
-	return client, a.c, nil
-}
 
 // ms returns d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

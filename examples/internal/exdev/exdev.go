@@ -5,10 +5,13 @@
 package exdev
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
 
+	"github.com/rdma-go/rdma-go/rdmacm"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -71,4 +74,45 @@ func Addr(c *verbs.Context) (netip.Addr, int, error) {
 		}
 	}
 	return ip, 0, fmt.Errorf("no GID of %s holds its address %s", c.Device().Name(), ip)
+}
+
+// Connect makes one RC connection inside this process, both ends on the
+// device with address ip: a listener on it and a dialer from it, with
+// opts for both (rdmacm.Listen and rdmacm.Dial; the examples that teach
+// the connection itself, rc-write and atomics, spell it out).
+func Connect(ctx context.Context, ip netip.Addr, opts *rdmacm.Options) (client, server *rdmacm.Conn, err error) {
+	l, err := rdmacm.Listen(netip.AddrPortFrom(ip, 0).String(), opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	type accepted struct {
+		c   *rdmacm.Conn
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		ch <- accepted{c, err}
+	}()
+	var dopts rdmacm.Options
+	if opts != nil {
+		dopts = *opts
+	}
+	dopts.Source = ip
+	client, err = rdmacm.Dial(ctx, l.Addr().String(), &dopts)
+	if err != nil {
+		l.Close() // ends the Accept
+	}
+	a := <-ch
+	l.Close()
+	if err != nil || a.err != nil {
+		if a.c != nil {
+			a.c.Close()
+		}
+		if client != nil {
+			client.Close()
+		}
+		return nil, nil, fmt.Errorf("connect: %w", errors.Join(err, a.err))
+	}
+	return client, a.c, nil
 }
