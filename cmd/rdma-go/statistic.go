@@ -36,6 +36,40 @@ type field struct {
 	value any
 }
 
+// rows collects a listing's rows: JSON objects with -j, else text lines.
+type rows struct {
+	c    *cli
+	objs []json.RawMessage
+}
+
+func (c *cli) rows() *rows { return &rows{c: c} }
+
+// add prints one row: as text, prefix and then "name value " for each
+// field from skip on (the first are in the prefix); with -j, all fields
+// as one object, kept for done.
+func (r *rows) add(prefix string, fs []field, skip int) {
+	if r.c.json {
+		r.objs = append(r.objs, orderedJSON(fs))
+		return
+	}
+	line := prefix
+	for _, f := range fs[skip:] {
+		line += fmt.Sprintf("%s %v ", f.name, f.value)
+	}
+	fmt.Fprintln(r.c.stdout, line)
+}
+
+// done prints the JSON array of the rows, with -j.
+func (r *rows) done() error {
+	if !r.c.json {
+		return nil
+	}
+	if r.objs == nil {
+		r.objs = []json.RawMessage{}
+	}
+	return r.c.printJSON(r.objs)
+}
+
 // orderedJSON encodes fields as a JSON object in their order.
 func orderedJSON(fs []field) json.RawMessage {
 	var b bytes.Buffer
@@ -83,19 +117,11 @@ func (c *cli) statistic(args []string) error {
 	if err != nil {
 		return err
 	}
-	var objs []json.RawMessage
+	out := c.rows()
 	found := false
 	emit := func(dev string, port int, fs []field) {
 		found = true
-		if c.json {
-			objs = append(objs, orderedJSON(fs))
-			return
-		}
-		line := fmt.Sprintf("link %s/%d ", dev, port)
-		for _, f := range fs[2:] {
-			line += fmt.Sprintf("%s %v ", f.name, f.value)
-		}
-		fmt.Fprintln(c.stdout, line)
+		out.add(fmt.Sprintf("link %s/%d ", dev, port), fs, 2)
 	}
 	for _, d := range devs {
 		if want != "" && d.Name() != want {
@@ -128,13 +154,7 @@ func (c *cli) statistic(args []string) error {
 	if want != "" && !found {
 		return message("Wrong device name")
 	}
-	if c.json {
-		if objs == nil {
-			objs = []json.RawMessage{}
-		}
-		return c.printJSON(objs)
-	}
-	return nil
+	return out.done()
 }
 
 // statisticQPs runs "statistic qp [show]": each soft-device QP's counters,
@@ -147,32 +167,17 @@ func (c *cli) statisticQPs(args []string) error {
 	if err != nil {
 		return err
 	}
-	var objs []json.RawMessage
+	out := c.rows()
 	for _, pc := range softContexts("") {
 		if isKernel(devs, pc.Device) {
 			continue
 		}
 		for _, q := range pc.QPs {
 			fs := []field{{"ifname", pc.Device}, {"port", 1}, {"lqpn", q.QPN}, {"qp-type", q.Type}, {"pid", pc.pid}, {"comm", pc.comm}}
-			fs = append(fs, counterFields(q.Counters)...)
-			if c.json {
-				objs = append(objs, orderedJSON(fs))
-				continue
-			}
-			l := fmt.Sprintf("link %s/1 ", pc.Device)
-			for _, f := range fs[2:] {
-				l += fmt.Sprintf("%s %v ", f.name, f.value)
-			}
-			fmt.Fprintln(c.stdout, l)
+			out.add(fmt.Sprintf("link %s/1 ", pc.Device), append(fs, counterFields(q.Counters)...), 2)
 		}
 	}
-	if c.json {
-		if objs == nil {
-			objs = []json.RawMessage{}
-		}
-		return c.printJSON(objs)
-	}
-	return nil
+	return out.done()
 }
 
 // isKernel reports whether name is a kernel device of devs.
@@ -266,17 +271,9 @@ func (c *cli) resourceSummary(devs []*verbs.Device) error {
 	if err != nil && !errors.Is(err, syscall.EPROTONOSUPPORT) { // no RDMA netlink: no kernel RDMA
 		return fmt.Errorf("resource show: RDMA netlink: %w", err)
 	}
-	var objs []json.RawMessage
+	out := c.rows()
 	line := func(index int, name string, fs []field) {
-		if c.json {
-			objs = append(objs, orderedJSON(append([]field{{"ifindex", index}, {"ifname", name}}, fs...)))
-			return
-		}
-		l := fmt.Sprintf("%d: %s: ", index, name)
-		for _, f := range fs {
-			l += fmt.Sprintf("%s %v ", f.name, f.value)
-		}
-		fmt.Fprintln(c.stdout, l)
+		out.add(fmt.Sprintf("%d: %s: ", index, name), append([]field{{"ifindex", index}, {"ifname", name}}, fs...), 2)
 	}
 	for _, r := range rs {
 		var fs []field
@@ -301,19 +298,13 @@ func (c *cli) resourceSummary(devs []*verbs.Device) error {
 		line(deviceIndex(devs, pc.Device), pc.Device, []field{{"pd", pc.PDs}, {"cq", pc.CQs}, {"qp", len(pc.QPs)},
 			{"mr", pc.MRs}, {"ctx", 1}, {"srq", pc.SRQs}, {"pid", pc.pid}, {"comm", pc.comm}})
 	}
-	if c.json {
-		if objs == nil {
-			objs = []json.RawMessage{}
-		}
-		return c.printJSON(objs)
-	}
-	return nil
+	return out.done()
 }
 
 // resourceQPs lists the soft devices' QPs as "rdma resource show qp"
 // lists a kernel device's.
 func (c *cli) resourceQPs(devs []*verbs.Device) error {
-	var objs []json.RawMessage
+	out := c.rows()
 	for _, pc := range softContexts("") {
 		if isKernel(devs, pc.Device) {
 			continue
@@ -328,15 +319,7 @@ func (c *cli) resourceQPs(devs []*verbs.Device) error {
 				fs = append(fs, field{"rq-psn", q.RQPSN})
 			}
 			fs = append(fs, field{"sq-psn", q.SQPSN}, field{"pid", pc.pid}, field{"comm", pc.comm})
-			if c.json {
-				objs = append(objs, orderedJSON(fs))
-				continue
-			}
-			l := fmt.Sprintf("link %s/1 ", pc.Device)
-			for _, f := range fs[2:] {
-				l += fmt.Sprintf("%s %v ", f.name, f.value)
-			}
-			fmt.Fprintln(c.stdout, l)
+			out.add(fmt.Sprintf("link %s/1 ", pc.Device), fs, 2)
 		}
 	}
 	for _, d := range devs {
@@ -344,13 +327,7 @@ func (c *cli) resourceQPs(devs []*verbs.Device) error {
 			fmt.Fprintf(c.stderr, "%s: a kernel device's QPs: iproute2's rdma resource show qp\n", d.Name())
 		}
 	}
-	if c.json {
-		if objs == nil {
-			objs = []json.RawMessage{}
-		}
-		return c.printJSON(objs)
-	}
-	return nil
+	return out.done()
 }
 
 // deviceIndex is name's position in devs, or len(devs) for a device this

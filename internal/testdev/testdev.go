@@ -14,54 +14,25 @@
 package testdev
 
 import (
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
-// tries bounds the addresses Open tries. With 2^24 addresses to draw
-// from, a second try is already rare.
-const tries = 20
-
-var seq atomic.Int32
-
 // Addr returns a random address of 127.1.0.1–127.254.255.254: outside
 // 127.0.0.0/24, where automatically addressed devices live. It is a
 // candidate, not a reservation: bind it (Open does) and draw another when
 // it is taken.
-func Addr() netip.Addr {
-	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
-}
+func Addr() netip.Addr { return workload.RandomLoopback() }
 
 // Open registers a soft device named prefix plus a sequence number on a
-// random loopback address (Addr) and opens it. The returned context keeps
+// random loopback address (Addr) and opens it, drawing another address a
+// bounded number of times when one is taken. The returned context keeps
 // the device, and so its address, until it is closed.
-func Open(prefix string) (*verbs.Context, error) {
-	var err error
-	for range tries {
-		var d *verbs.Device
-		d, err = verbs.AddDevice(fmt.Sprintf("%s%d", prefix, seq.Add(1)), Addr())
-		if err != nil {
-			return nil, err
-		}
-		var c *verbs.Context
-		if c, err = d.Open(); err == nil {
-			return c, nil
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("testdev: %d random loopback addresses were all taken: %w", tries, err)
-}
+func Open(prefix string) (*verbs.Context, error) { return workload.OpenSoft(prefix) }
 
 // Device is Open for a test: the device is closed when the test ends.
 func Device(t testing.TB, prefix string) *verbs.Context {
