@@ -270,44 +270,65 @@ func (q *cq) Destroy() error {
 	return nil
 }
 
-// compChannel is a completion event channel.
+// compChannel is a completion event channel: a queue of the CQs that
+// fired, in order. Each CQ fires at most once per ReqNotify, so the queue
+// is bounded by the armed CQs; it takes no memory while empty and never
+// drops an event.
 type compChannel struct {
 	ctx    *Context
-	events chan *cq
+	mu     sync.Mutex
+	events []*cq
+	ready  chan struct{} // a token when events may be queued
 	done   chan struct{}
 	once   sync.Once
 }
 
 // CreateCompChannel creates a completion channel.
 func (c *Context) CreateCompChannel() (provider.CompChannel, error) {
-	return &compChannel{ctx: c, events: make(chan *cq, 1024), done: make(chan struct{})}, nil
+	return &compChannel{ctx: c, ready: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
 func (ch *compChannel) post(q *cq) {
+	ch.mu.Lock()
+	ch.events = append(ch.events, q)
+	ch.mu.Unlock()
 	select {
-	case ch.events <- q:
-	case <-ch.done:
-	default:
-		// The channel is full of unread events: each CQ fires at most
-		// once per ReqNotify, so this only happens with more than 1024
-		// armed CQs. The waiter will still find completions by polling.
+	case ch.ready <- struct{}{}:
+	default: // a token is there already
 	}
 }
 
-func (ch *compChannel) GetEvent(ctx context.Context) (any, error) {
-	select {
-	case q := <-ch.events:
-		return q.owner, nil
-	default:
+// next takes the oldest event, if any.
+func (ch *compChannel) next() (*cq, bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if len(ch.events) == 0 {
+		return nil, false
 	}
-	ch.ctx.run.Blocking() // send the ACKs CQ.Poll left pending, wake the receive goroutine
-	select {
-	case q := <-ch.events:
-		return q.owner, nil
-	case <-ch.done:
-		return nil, provider.Errorf(provider.ErrClosed, "completion channel destroyed")
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	q := ch.events[0]
+	ch.events[0] = nil
+	ch.events = ch.events[1:]
+	if len(ch.events) == 0 {
+		ch.events = nil // let the array go
+	}
+	return q, true
+}
+
+func (ch *compChannel) GetEvent(ctx context.Context) (any, error) {
+	for blocked := false; ; blocked = true {
+		if q, ok := ch.next(); ok {
+			return q.owner, nil
+		}
+		if !blocked {
+			ch.ctx.run.Blocking() // send the ACKs CQ.Poll left pending, wake the receive goroutine
+		}
+		select {
+		case <-ch.ready:
+		case <-ch.done:
+			return nil, provider.Errorf(provider.ErrClosed, "completion channel destroyed")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
