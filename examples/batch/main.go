@@ -293,7 +293,6 @@ func verify(target []byte, cfg config) (int, error) {
 	return cfg.N - 1, nil
 }
 
-
 // exchange tells the client where the server's target memory is: the
 // server SENDs its address and R_Key, the client receives them. This is
 // all a peer needs to WRITE into that memory without the server's CPU.

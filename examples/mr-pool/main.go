@@ -446,7 +446,6 @@ func stamp(b []byte, seq uint64) {
 	}
 }
 
-
 // ms returns d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
