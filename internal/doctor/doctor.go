@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdma-go/rdma-go/provider/kernel"
 	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -56,11 +55,22 @@ type Finding struct {
 	Fix     string `json:"fix,omitempty"`
 }
 
+// KernelProbe is what stands between this process and the kernel's RDMA
+// devices: the devices sysfs lists (or why it could not be read), why
+// libibverbs.so.1 did not load (nil: it did), and the devices it lists.
+type KernelProbe struct {
+	Sysfs    []string
+	SysfsErr error
+	LibErr   error
+	Listed   []string
+}
+
 // Env is the machine as the checks see it. Tests replace its parts to
 // simulate what they diagnose; Default is the real machine.
 type Env struct {
-	// Kernel probes sysfs and libibverbs (kernel.ProbeDevices).
-	Kernel func() kernel.Probe
+	// Kernel probes sysfs and libibverbs (provider/kernel's
+	// ProbeDevices, where the kernel provider is built in).
+	Kernel func() KernelProbe
 	// DevDir is where the uverbs character devices are (/dev/infiniband).
 	DevDir string
 	// Access reports whether the process may read and write path.
@@ -75,7 +85,7 @@ type Env struct {
 // Default returns the real machine.
 func Default() Env {
 	return Env{
-		Kernel:  kernel.ProbeDevices,
+		Kernel:  probeKernel,
 		DevDir:  "/dev/infiniband",
 		Access:  access,
 		Memlock: memlock,
@@ -149,7 +159,7 @@ func (r *report) add(check string, l Level, fix, format string, args ...any) {
 // libibverbs. No kernel device is fine (the soft devices need none), so
 // its absence is information; a device the kernel has but this process
 // cannot use is an error.
-func (r *report) kernel(p kernel.Probe, env Env) {
+func (r *report) kernel(p KernelProbe, env Env) {
 	switch {
 	case p.SysfsErr != nil || len(p.Sysfs) == 0:
 		r.add("kernel", Info, "for a kernel device load its driver (e.g. modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0); soft devices need none",

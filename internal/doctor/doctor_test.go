@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/internal/testdev"
-	"github.com/rdma-go/rdma-go/provider/kernel"
 	"github.com/rdma-go/rdma-go/rdmacm"
 	"github.com/rdma-go/rdma-go/verbs"
 	"golang.org/x/sys/unix"
@@ -22,7 +21,7 @@ import (
 // and the devices given.
 func fakeEnv(devs ...*verbs.Device) Env {
 	return Env{
-		Kernel:  func() kernel.Probe { return kernel.Probe{SysfsErr: os.ErrNotExist} },
+		Kernel:  func() KernelProbe { return KernelProbe{SysfsErr: os.ErrNotExist} },
 		DevDir:  "/nonexistent",
 		Access:  func(string) error { return nil },
 		Memlock: func() (uint64, uint64, error) { return ^uint64(0), ^uint64(0), nil },
@@ -60,7 +59,7 @@ func TestKernelChecks(t *testing.T) {
 	denied := errors.New("permission denied")
 	for _, tc := range []struct {
 		name    string
-		probe   kernel.Probe
+		probe   KernelProbe
 		devDir  string
 		access  error
 		check   string
@@ -69,24 +68,24 @@ func TestKernelChecks(t *testing.T) {
 		fix     string
 		noCheck string // a check that must not appear
 	}{
-		{name: "no driver", probe: kernel.Probe{SysfsErr: os.ErrNotExist}, check: "kernel", level: Info,
+		{name: "no driver", probe: KernelProbe{SysfsErr: os.ErrNotExist}, check: "kernel", level: Info,
 			msg: "no kernel RDMA devices", fix: "modprobe rdma_rxe", noCheck: "rdma-core"},
-		{name: "no uverbs", probe: kernel.Probe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: "/nonexistent",
+		{name: "no uverbs", probe: KernelProbe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: "/nonexistent",
 			check: "devfs", level: Error, msg: "no uverbs devices", fix: "modprobe ib_uverbs"},
-		{name: "no access", probe: kernel.Probe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir, access: denied,
+		{name: "no access", probe: KernelProbe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir, access: denied,
 			check: "devfs", level: Error, msg: "no read/write access to " + uverbs, fix: "rdma group"},
-		{name: "access", probe: kernel.Probe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir,
+		{name: "access", probe: KernelProbe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir,
 			check: "devfs", level: OK, msg: uverbs},
-		{name: "no library", probe: kernel.Probe{Sysfs: []string{"mlx5_0"}, LibErr: errors.New("libibverbs.so.1: cannot open shared object file")}, devDir: dir,
+		{name: "no library", probe: KernelProbe{Sysfs: []string{"mlx5_0"}, LibErr: errors.New("libibverbs.so.1: cannot open shared object file")}, devDir: dir,
 			check: "rdma-core", level: Error, msg: "cannot open shared object file", fix: "apt install libibverbs1"},
-		{name: "no provider", probe: kernel.Probe{Sysfs: []string{"mlx5_0"}}, devDir: dir,
+		{name: "no provider", probe: KernelProbe{Sysfs: []string{"mlx5_0"}}, devDir: dir,
 			check: "rdma-core", level: Error, msg: "lists none of mlx5_0", fix: "ibverbs-providers"},
-		{name: "library", probe: kernel.Probe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir,
+		{name: "library", probe: KernelProbe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}}, devDir: dir,
 			check: "rdma-core", level: OK, msg: "lists rxe0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := fakeEnv()
-			env.Kernel = func() kernel.Probe { return tc.probe }
+			env.Kernel = func() KernelProbe { return tc.probe }
 			env.DevDir = tc.devDir
 			env.Access = func(string) error { return tc.access }
 			fs := Run(context.Background(), Config{Env: env})
@@ -137,7 +136,7 @@ func TestMemlock(t *testing.T) {
 			env := fakeEnv()
 			env.Memlock = func() (uint64, uint64, error) { return tc.cur, tc.cur, nil }
 			if tc.kernel {
-				env.Kernel = func() kernel.Probe { return kernel.Probe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}} }
+				env.Kernel = func() KernelProbe { return KernelProbe{Sysfs: []string{"rxe0"}, Listed: []string{"rxe0"}} }
 			}
 			want(t, find(t, Run(context.Background(), Config{Env: env, Memlock: tc.want}), "memlock"), tc.level, tc.msg, tc.fix)
 		})
