@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdma-go/rdma-go/internal/netdev"
 	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -158,43 +159,13 @@ func softLink(i int, d *soft.Device) linkJSON {
 	} else {
 		l.Addr = addr.String()
 	}
-	if ifi := interfaceOf(addr); ifi != nil {
+	if ifi := netdev.Holding(addr); ifi != nil {
 		l.Netdev, l.NetdevIndex = ifi.Name, &ifi.Index
 		if ifi.Flags&net.FlagUp != 0 {
 			l.State, l.PhysState = "ACTIVE", "LINK_UP"
 		}
 	}
 	return l
-}
-
-// interfaceOf returns the interface that holds addr, or nil. Every
-// 127.0.0.0/8 address is on the loopback interface.
-func interfaceOf(addr netip.Addr) *net.Interface {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil
-	}
-	for i := range ifs {
-		as, err := ifs[i].Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range as {
-			n, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			p, ok := netip.AddrFromSlice(n.IP)
-			if !ok {
-				continue
-			}
-			ones, _ := n.Mask.Size()
-			if p.Unmap() == addr.Unmap() || (addr.Is4() && addr.IsLoopback() && p.IsLoopback() && netip.PrefixFrom(p.Unmap(), ones).Contains(addr)) {
-				return &ifs[i]
-			}
-		}
-	}
-	return nil
 }
 
 // portState and physState name port states as iproute2's rdma does.

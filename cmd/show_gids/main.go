@@ -36,14 +36,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rdma-go/rdma-go/internal/netdev"
 	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -213,7 +212,10 @@ func softGIDs(d *verbs.Device) ([]entry, error) {
 	}
 	// An automatically addressed loopback device has its address once
 	// open, which is why this is read here.
-	netdev := netdevOf(d.Addr())
+	ndev := ""
+	if ifi := netdev.Holding(d.Addr()); ifi != nil {
+		ndev = ifi.Name
+	}
 	var ents []entry
 	for port := 1; port <= int(da.PhysPortCnt); port++ {
 		pa, err := ctx.QueryPort(uint8(port))
@@ -230,7 +232,7 @@ func softGIDs(d *verbs.Device) ([]entry, error) {
 				continue
 			}
 			ents = append(ents, entry{Dev: d.Name(), Port: strconv.Itoa(port), Index: strconv.Itoa(i),
-				GID: gid, Ver: "v2", Netdev: netdev})
+				GID: gid, Ver: "v2", Netdev: ndev})
 		}
 	}
 	// Indexes in ls order, as for a kernel device.
@@ -251,37 +253,6 @@ func sysfsGID(g verbs.GID) string {
 		fmt.Fprintf(&b, "%02x%02x", g[i], g[i+1])
 	}
 	return b.String()
-}
-
-// netdevOf names the network interface that holds ip: the one with that
-// address, else, for a loopback address, the loopback interface (Linux's
-// lo answers for all of 127.0.0.0/8). "" when there is none.
-func netdevOf(ip netip.Addr) string {
-	ifs, err := net.Interfaces()
-	if err != nil || !ip.IsValid() {
-		return ""
-	}
-	ip = ip.Unmap()
-	loopback := ""
-	for _, ifc := range ifs {
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			n, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if p, ok := netip.AddrFromSlice(n.IP); ok && p.Unmap() == ip {
-				return ifc.Name
-			}
-			if ifc.Flags&net.FlagLoopback != 0 && n.Contains(ip.AsSlice()) && loopback == "" {
-				loopback = ifc.Name
-			}
-		}
-	}
-	return loopback
 }
 
 // writeEntry prints one line as the script does: an IPv4-mapped GID (its

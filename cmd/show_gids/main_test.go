@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdma-go/rdma-go/internal/netdev"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -108,10 +109,11 @@ func TestSoftDevice(t *testing.T) {
 	if !ip.Is4() || !ip.IsLoopback() {
 		t.Fatalf("test device address %s, want 127.x.y.z", ip)
 	}
-	lo := netdevOf(ip)
-	if lo == "" {
+	ifi := netdev.Holding(ip)
+	if ifi == nil {
 		t.Fatalf("no interface holds %s", ip)
 	}
+	lo := ifi.Name
 	g := d.GUID()
 	a := ip.As4()
 	want := header +
