@@ -65,6 +65,8 @@ type Host struct {
 	mu      sync.RWMutex
 	qps     map[uint32]*QP
 	nextQPN uint32
+	// qpnFirst and qpnLast bound the numbers CreateQP hands out.
+	qpnFirst, qpnLast uint32
 
 	txPool sync.Pool
 
@@ -100,7 +102,8 @@ func NewHost(cfg HostConfig) *Host {
 	if cfg.Mem == nil {
 		cfg.Mem = NewMemTable()
 	}
-	h := &Host{cfg: cfg, mem: cfg.Mem, log: cfg.Logger, qps: make(map[uint32]*QP), nextQPN: 0x11}
+	h := &Host{cfg: cfg, mem: cfg.Mem, log: cfg.Logger, qps: make(map[uint32]*QP)}
+	h.SetQPNRange(0, 0)
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -126,11 +129,11 @@ func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := 0; i < 1<<24; i++ {
+	for i := uint32(0); i <= h.qpnLast-h.qpnFirst; i++ {
 		n := h.nextQPN
 		h.nextQPN++
-		if h.nextQPN > 0xFFFFFF {
-			h.nextQPN = 0x11
+		if h.nextQPN > h.qpnLast {
+			h.nextQPN = h.qpnFirst
 		}
 		if _, used := h.qps[n]; !used && n > 1 {
 			qp.qpn = n
@@ -139,6 +142,23 @@ func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
 		}
 	}
 	return nil, ErrTooManyQPs
+}
+
+// SetQPNRange makes CreateQP number new QPs from first to last (inclusive),
+// the share of the QPN space a device running behind a host service owns.
+// first 0 means the whole space (0x11 to 0xFFFFFF), the default. QPs that
+// exist keep their numbers.
+func (h *Host) SetQPNRange(first, last uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if first == 0 {
+		first, last = 0x11, 0xFFFFFF
+	}
+	first, last = max(first, 2), min(last, 0xFFFFFF)
+	if last < first {
+		last = first
+	}
+	h.qpnFirst, h.qpnLast, h.nextQPN = first, last, first
 }
 
 // newQP returns a QP in RESET with no number, not yet in the QP table.

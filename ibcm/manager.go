@@ -22,6 +22,21 @@ type Config struct {
 	Clock mad.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Claims, when set, arbitrates service IDs among the processes that
+	// share the device's address (a host service routes each REQ and
+	// SIDR_REQ to the process listening on its service ID): Listen
+	// claims the ID there first, and Listener.Close releases it.
+	Claims ServiceClaims
+}
+
+// ServiceClaims is where a Manager claims the service IDs it listens on
+// when other processes share its device.
+type ServiceClaims interface {
+	// Claim reserves serviceID for this manager, or says why not (an
+	// error wrapping ErrBusy when another process listens on it).
+	Claim(serviceID uint64) error
+	// Release gives serviceID back.
+	Release(serviceID uint64)
 }
 
 // Handler receives a connection's events, one at a time and in order, on
@@ -47,6 +62,7 @@ type Stats struct {
 // registration (class 0x07, version 2, method Send) of the device's MAD
 // agent, its connections and listeners.
 type Manager struct {
+	cfg   Config
 	reg   *mad.Registration
 	guid  uint64
 	clock mad.Clock
@@ -62,6 +78,10 @@ type Manager struct {
 	listeners  map[uint64]*Listener
 	idMask     uint32
 	idNext     uint32
+	// idPrefix, when not 0, is the top byte of every local communication
+	// ID: a host service routes replies to the process whose prefix it
+	// is (see SetCommIDPrefix).
+	idPrefix uint8
 }
 
 type remoteKey struct {
@@ -76,7 +96,7 @@ type sidrKey struct {
 
 // New registers a connection manager on agent.
 func New(agent *mad.Agent, cfg Config) (*Manager, error) {
-	m := &Manager{guid: cfg.GUID, clock: cfg.Clock, log: cfg.Logger,
+	m := &Manager{cfg: cfg, guid: cfg.GUID, clock: cfg.Clock, log: cfg.Logger,
 		conns: make(map[uint32]*Conn), remoteIDs: make(map[remoteKey]*Conn), remoteQPNs: make(map[remoteKey]*Conn),
 		sidrIn: make(map[sidrKey]*Conn), listeners: make(map[uint64]*Listener)}
 	if m.clock == nil {
@@ -154,7 +174,25 @@ func (m *Manager) Listen(serviceID uint64, h Handler) (*Listener, error) {
 	}
 	l := &Listener{m: m, serviceID: serviceID, h: h}
 	m.listeners[serviceID] = l
+	if m.cfg.Claims != nil {
+		// Under mu, so that a Close racing this Listen cannot release
+		// the ID before it is claimed; Claim does not call back.
+		if err := m.cfg.Claims.Claim(serviceID); err != nil {
+			delete(m.listeners, serviceID)
+			return nil, fmt.Errorf("ibcm: listen on service ID %#x: %w", serviceID, err)
+		}
+	}
 	return l, nil
+}
+
+// SetCommIDPrefix makes every local communication ID allocated from now
+// on carry prefix in its top byte (0: none, the default). A host service
+// that shares one device address among processes gives each its prefix
+// and routes CM replies by it.
+func (m *Manager) SetCommIDPrefix(prefix uint8) {
+	m.mu.Lock()
+	m.idPrefix = prefix
+	m.mu.Unlock()
 }
 
 // Close stops listening; connections already created live on.
@@ -163,6 +201,9 @@ func (l *Listener) Close() {
 	m.mu.Lock()
 	if m.listeners[l.serviceID] == l {
 		delete(m.listeners, l.serviceID)
+		if m.cfg.Claims != nil {
+			m.cfg.Claims.Release(l.serviceID)
+		}
 	}
 	m.mu.Unlock()
 }
@@ -191,6 +232,9 @@ func (m *Manager) newConn(h Handler) *Conn {
 	for {
 		m.idNext++
 		id := m.idNext ^ m.idMask
+		if m.idPrefix != 0 {
+			id = uint32(m.idPrefix)<<24 | id&0xFFFFFF
+		}
 		if _, used := m.conns[id]; id != 0 && !used {
 			c.mach.localID = id
 			m.conns[id] = c

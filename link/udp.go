@@ -49,6 +49,12 @@ type UDPOptions struct {
 	// datagram that does not fit is dropped. The environment variable
 	// RDMA_GO_GRO=off turns it off.
 	GRO bool
+	// SendOnly makes a link that only sends: it binds an ephemeral port
+	// (Port is ignored) and discards anything that arrives, and LocalAddr
+	// reports that port. A soft device behind a host service sends
+	// through one (RoCEv2 leaves the source port free) while the service
+	// receives on 4791 for it.
+	SendOnly bool
 	// Logger receives debug logs (socket options that could not be set,
 	// source ports that could not be bound, send drops). nil means
 	// slog.Default().
@@ -169,6 +175,8 @@ type UDP struct {
 
 	gso atomic.Bool // Send may use GSO (cleared if the kernel refuses it)
 	gro bool        // UDP_GRO is on for the main socket
+	// sendOnly: UDPOptions.SendOnly (the main socket discards what arrives)
+	sendOnly bool
 
 	main *udpSock
 	// extra maps a source port to its send-only socket. It is copied on
@@ -221,10 +229,14 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 		return nil, fmt.Errorf("link: ListenUDP: %s is not a unicast address of this host; bind the device to a specific address", addr)
 	}
 	port := opts.Port
-	if port == 0 {
+	switch {
+	case opts.SendOnly:
+		port = 0
+	case port == 0:
 		port = RoCEPort
 	}
 	u := &UDP{
+		sendOnly: opts.SendOnly,
 		local:  netip.AddrPortFrom(addr, port),
 		is4:    addr.Is4(),
 		log:    opts.Logger,
@@ -257,6 +269,10 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 	if err != nil {
 		return nil, err
 	}
+	if port == 0 {
+		s.port = uint16(s.conn.LocalAddr().(*net.UDPAddr).Port)
+		u.local = netip.AddrPortFrom(addr, s.port)
+	}
 	u.main = s
 	if err := u.sysInit(); err != nil {
 		s.conn.Close()
@@ -280,7 +296,7 @@ func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
 		if cerr := c.Control(func(fd uintptr) {
-			o := sockOpts{is4: u.is4, buf: buf, sendOnly: sendOnly, gso: u.gso.Load(), gro: u.gro && !sendOnly}
+			o := sockOpts{is4: u.is4, buf: buf, sendOnly: sendOnly || u.sendOnly, gso: u.gso.Load(), gro: u.gro && !sendOnly}
 			var gso bool
 			gso, err = setSocketOptions(fd, o, u.log)
 			if o.gso && !gso {

@@ -123,7 +123,10 @@ type Agent struct {
 	regs   map[regKey]*Registration
 	byHi   map[uint32]*Registration
 	nextHi uint32
-	closed bool
+	// hiPrefix, when not 0, is the top byte of every new registration's
+	// HiTID (see SetTIDPrefix).
+	hiPrefix uint8
+	closed   bool
 }
 
 type regKey struct{ class, version, method uint8 }
@@ -179,14 +182,38 @@ func (a *Agent) Register(class, version uint8, methods []uint8, h Handler) (*Reg
 			return nil, fmt.Errorf("%w: class %#x version %d method %#x", ErrRegistered, class, version, m)
 		}
 	}
-	a.nextHi++
+	hi := a.newHiLocked()
 	r := &Registration{a: a, class: class, version: version, methods: append([]uint8(nil), methods...), h: h,
-		hi: a.nextHi, pending: make(map[uint64]*request)}
+		hi: hi, pending: make(map[uint64]*request)}
 	for _, m := range methods {
 		a.regs[regKey{class, version, m}] = r
 	}
 	a.byHi[r.hi] = r
 	return r, nil
+}
+
+// newHiLocked returns an unused HiTID for a new registration.
+func (a *Agent) newHiLocked() uint32 {
+	for {
+		a.nextHi++
+		hi := a.nextHi
+		if a.hiPrefix != 0 {
+			hi = uint32(a.hiPrefix)<<24 | hi&0xFFFFFF
+		}
+		if _, used := a.byHi[hi]; !used && hi != 0 {
+			return hi
+		}
+	}
+}
+
+// SetTIDPrefix makes the transaction IDs of registrations made from now on
+// carry prefix in their top byte (0: none, the default). A host service
+// that shares one device address among processes gives each its prefix
+// and routes MAD responses by it.
+func (a *Agent) SetTIDPrefix(prefix uint8) {
+	a.mu.Lock()
+	a.hiPrefix = prefix
+	a.mu.Unlock()
 }
 
 // Unregister removes r; its outstanding requests fail with ErrClosed.

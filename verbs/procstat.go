@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rdma-go/rdma-go/internal/rundir"
 )
 
 // StatsEnv turns the process's statistics socket off ("off"); see
@@ -105,12 +107,7 @@ func Snapshot() ProcessSnapshot {
 // leaves hsperfdata for jstat): $XDG_RUNTIME_DIR/rdma-go, or
 // /tmp/rdma-go-UID. The directory is the user's alone (0700).
 // RDMA_GO_STATS=off serves nothing.
-func StatsDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "rdma-go")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("rdma-go-%d", os.Getuid()))
-}
+func StatsDir() string { return rundir.Dir() }
 
 // opened records a new context and starts the statistics socket with the
 // first.
@@ -143,14 +140,8 @@ func closed(c *Context) {
 // reason for a device not to open.
 func serveStats() net.Listener {
 	dir := StatsDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		slog.Debug("rdma-go: no statistics socket", "dir", dir, "err", err)
-		return nil
-	}
-	// Only in a directory of this user's own (not a symlink, nor one
-	// another user made in /tmp beforehand).
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !ownedByMe(fi) {
-		slog.Debug("rdma-go: no statistics socket: the directory is not this user's own", "dir", dir)
 		return nil
 	}
 	path := filepath.Join(dir, fmt.Sprintf("%d.sock", os.Getpid()))

@@ -13,13 +13,16 @@
 //	rdma-go statistic show [link DEV/PORT]
 //	rdma-go resource show
 //	rdma-go doctor [-d DEV] [--memlock SIZE] [--peer HOST[:PORT]] [--timeout DUR]
+//	rdma-go service [--socket PATH] [--quarantine DUR] [-v]
 //
 // -j prints JSON, -p pretty-prints it. statistic shows a kernel device's
 // port counters and resource the kernel's count of each device's objects,
 // as iproute2 does (a soft device's live in the processes that open it:
 // see package rdmaprom). doctor checks what stands between
 // a program and a working device and says what to do about each finding;
-// its exit status is 1 when a finding is an error.
+// its exit status is 1 when a finding is an error. service runs the host
+// service in the foreground: soft devices of every process that finds its
+// socket share their address through it (see package service).
 package main
 
 import (
@@ -42,7 +45,7 @@ func main() {
 }
 
 const usage = `Usage: rdma-go [ OPTIONS ] OBJECT { COMMAND | help }
-where  OBJECT := { link | statistic | resource | doctor | help }
+where  OBJECT := { link | statistic | resource | doctor | service | help }
        OPTIONS := { -j[son] | -p[retty] | -V[ersion] }
 
        rdma-go link show [DEV[/PORT]]
@@ -53,6 +56,7 @@ where  OBJECT := { link | statistic | resource | doctor | help }
        rdma-go statistic qp show
        rdma-go resource show
        rdma-go doctor [ -d DEV ] [ --memlock SIZE ] [ --peer HOST[:PORT] ] [ --timeout DURATION ]
+       rdma-go service [ --socket PATH ] [ --quarantine DURATION ] [ -v ]
 `
 
 // cli is one invocation: its output streams and global options.
@@ -106,6 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = c.resource(rest)
 	case matches(obj, "doctor"):
 		return c.doctor(ctx, rest)
+	case obj == "service":
+		return c.service(ctx, rest)
 	case matches(obj, "help"):
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -2,6 +2,7 @@ package soft
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/provider"
+	"github.com/rdma-go/rdma-go/provider/soft/internal/debuglog"
 	"github.com/rdma-go/rdma-go/provider/soft/internal/softdev"
+	"github.com/rdma-go/rdma-go/provider/soft/service"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -91,8 +95,18 @@ func (d *Device) portState() provider.PortState {
 // Name returns the device name (as ibv_get_device_name).
 func (d *Device) Name() string { return d.name }
 
-// GUID returns the node GUID in host order (as ibv_get_device_guid).
-func (d *Device) GUID() uint64 { return d.guid }
+// GUID returns the node GUID in host order (as ibv_get_device_guid): the
+// running device's, which for a device attached to the host service is
+// the address's (the same in every process sharing it), and otherwise
+// one derived from the device's name and address.
+func (d *Device) GUID() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.run != nil {
+		return d.run.GUID()
+	}
+	return d.guid
+}
 
 // Addr returns the address the device is bound to, or the zero Addr for an
 // automatically chosen loopback address that is not open yet.
@@ -186,18 +200,10 @@ func appendDevice(list *[]*Device, name string, addr netip.Addr, auto bool) (*De
 	return d, nil
 }
 
-// guidFor derives a stable GUID from the device name the way rxe derives one
-// from a MAC: a locally administered unicast MAC made from a hash, expanded to
-// EUI-64 (ff:fe in the middle, universal/local bit flipped).
+// guidFor derives a stable GUID from the device name and address (see
+// service.DeriveGUID).
 func guidFor(name string, addr netip.Addr) uint64 {
-	h := uint64(1469598103934665603)
-	for _, b := range append([]byte(name), addr.AsSlice()...) {
-		h = (h ^ uint64(b)) * 1099511628211
-	}
-	mac := h & 0xFFFFFFFFFFFF
-	mac = mac&^(0x01<<40) | 0x02<<40 // unicast, locally administered
-	eui := (mac>>24)<<40 | 0xFFFE<<24 | mac&0xFFFFFF
-	return eui ^ 0x02<<56
+	return service.DeriveGUID([]byte(name), addr.AsSlice())
 }
 
 func loadDevices() error {
@@ -379,17 +385,24 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		}
 		opts.Port = uint16(n)
 	}
-	if d.auto {
+	shared, err := d.attach(opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case shared != nil:
+		run = shared
+	case d.auto:
 		// Every 127/8 address is local: take the first one whose RoCE
 		// port is free, so several processes share the loopback device.
 		for i := 1; i < 255; i++ {
 			a := netip.AddrFrom4([4]byte{127, 0, 0, byte(i)})
+			opts.GUID = guidFor(d.name, a)
 			run, err = softdev.Open(a, opts)
 			if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
 				break
 			}
 		}
-	} else {
+	default:
 		run, err = softdev.Open(d.addr, opts)
 	}
 	if err != nil {
@@ -411,6 +424,55 @@ func (d *Device) acquire() (*softdev.Device, error) {
 	}
 	d.run, d.refs, d.down = run, 1, false
 	return run, nil
+}
+
+// attach runs the device behind the host service when one answers (see
+// package service): the service owns the address's RoCE port and this
+// process its slot of it. It returns nil, nil when there is no service:
+// the device then runs in the process, as it does by default. A loopback
+// device attaches to 127.0.0.1, which every process then shares. d.mu is
+// held.
+func (d *Device) attach(opts softdev.Options) (*softdev.Device, error) {
+	path := service.SocketPath()
+	if path == "" {
+		return nil, nil
+	}
+	addr := d.addr
+	if d.auto {
+		addr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := service.Attach(ctx, path, addr, service.AttachOptions{
+		Port: opts.Port, Logger: debuglog.For("service", nil), OnDown: d.portDown, OnUp: d.portUp})
+	if errors.Is(err, service.ErrNoService) {
+		debuglog.For("service", nil).Debug("soft: no host service; the device runs in this process", "device", d.name, "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verbs: open %s through the host service (%s=off runs it in this process): %w", d.name, service.SocketEnv, err)
+	}
+	opts.GUID, opts.Slot, opts.Claims = cl.GUID(), cl.Slot(), cl
+	return softdev.Start(cl, opts), nil
+}
+
+// portUp brings the port back after the host service came back, with the
+// slot it gave this process, and gives every open context a PORT_ACTIVE
+// event.
+func (d *Device) portUp(slot uint8) {
+	d.mu.Lock()
+	d.down = false
+	if d.run != nil {
+		d.run.SetSlot(slot)
+	}
+	ctxs := make([]*Context, 0, len(d.ctxs))
+	for c := range d.ctxs {
+		ctxs = append(ctxs, c)
+	}
+	d.mu.Unlock()
+	for _, c := range ctxs {
+		c.event(provider.AsyncEvent{Type: provider.EventPortActive, Port: 1})
+	}
 }
 
 func (d *Device) release() error {

@@ -67,6 +67,7 @@ func (Provider) Devices() ([]provider.Device, error) {
 type Context struct {
 	dev    *Device
 	run    *softdev.Device
+	guid   uint64 // the running device's node GUID
 	mtu    int
 	events func(provider.AsyncEvent)
 
@@ -81,7 +82,7 @@ func (d *Device) Open(events func(provider.AsyncEvent)) (provider.Context, error
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{dev: d, run: run, mtu: softdev.ActiveMTU(run.Addr()), events: events}
+	c := &Context{dev: d, run: run, guid: run.GUID(), mtu: softdev.ActiveMTU(run.Addr()), events: events}
 	d.mu.Lock()
 	if d.ctxs == nil {
 		d.ctxs = make(map[*Context]struct{})
@@ -144,7 +145,7 @@ func (c *Context) QueryDevice() (provider.DeviceAttr, error) {
 		// rdma-core's rxe provider always formats the kernel's (zero)
 		// fw_ver as "%d.%d.%d", so ibv_devinfo on rxe shows 0.0.0.
 		FWVer:    "0.0.0",
-		NodeGUID: c.dev.guid, SysImageGUID: c.dev.guid,
+		NodeGUID: c.guid, SysImageGUID: c.guid,
 		MaxMRSize: ^uint64(0), PageSizeCap: 0xFFFFF000, VendorID: vendorID,
 		MaxQP: maxQP, MaxQPWR: maxQPWR, DeviceCapFlags: deviceCaps,
 		MaxSGE: maxSGE, MaxSGERD: maxSGE, MaxCQ: maxQP, MaxCQE: maxCQE,
@@ -182,7 +183,7 @@ func (c *Context) QueryGID(port uint8, index int) (provider.GID, error) {
 		var g provider.GID
 		g[0], g[1] = 0xfe, 0x80
 		for i := range 8 {
-			g[8+i] = byte(c.dev.guid >> (56 - 8*i))
+			g[8+i] = byte(c.guid >> (56 - 8*i))
 		}
 		return g, nil
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	Sends int
 	// GUID is the device's node GUID, the connection manager's CA GUID.
 	GUID uint64
+	// Claims, when set, is where the connection manager claims the
+	// service IDs it listens on (see ibcm.Config.Claims).
+	Claims ibcm.ServiceClaims
 }
 
 // Port is QP1 of one soft device and its MAD agent.
@@ -97,11 +100,19 @@ func Open(h *engine.Host, cfg Config) (*Port, error) {
 		}
 	}
 	p.agent = mad.NewAgent(mad.Config{Transport: p, Clock: cfg.Clock, Logger: debuglog.For("mad", cfg.Logger)})
-	if p.cm, err = ibcm.New(p.agent, ibcm.Config{GUID: cfg.GUID, Logger: debuglog.For("cm", cfg.Logger)}); err != nil {
+	if p.cm, err = ibcm.New(p.agent, ibcm.Config{GUID: cfg.GUID, Logger: debuglog.For("cm", cfg.Logger), Claims: cfg.Claims}); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// SetPrefix gives the port's transaction IDs and CM communication IDs
+// prefix as their top byte (0: none), so that a host service sharing the
+// device's address routes the answers to them back to this process.
+func (p *Port) SetPrefix(prefix uint8) {
+	p.agent.SetTIDPrefix(prefix)
+	p.cm.SetCommIDPrefix(prefix)
 }
 
 // Agent returns the port's MAD agent.

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
+	"github.com/rdma-go/rdma-go/ibcm"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/link/capture"
 	"github.com/rdma-go/rdma-go/mad"
 	"github.com/rdma-go/rdma-go/provider/soft/gsi"
 	"github.com/rdma-go/rdma-go/provider/soft/internal/debuglog"
+	"github.com/rdma-go/rdma-go/provider/soft/service"
 	"github.com/rdma-go/rdma-go/wire"
 )
 
@@ -40,6 +42,12 @@ type Options struct {
 	// OnPortDown is called once if the device's link fails and it stops
 	// receiving (the port goes down).
 	OnPortDown func()
+	// Slot, when not 0, is the device's share of an address that a host
+	// service shares among processes (see SetSlot).
+	Slot uint8
+	// Claims, when set, is where the CM claims its service IDs among the
+	// processes sharing the address.
+	Claims ibcm.ServiceClaims
 }
 
 // Device is a running soft device bound to one IP address.
@@ -48,6 +56,7 @@ type Device struct {
 	host       *engine.Host
 	gsi        *gsi.Port
 	guid       uint64
+	claims     ibcm.ServiceClaims
 	link       link.Link
 	log        *slog.Logger
 	done       chan struct{}
@@ -99,7 +108,7 @@ func Open(addr netip.Addr, opts Options) (*Device, error) {
 // Start runs a device over an already open link.
 func Start(l link.Link, opts Options) *Device {
 	lg := debuglog.For("dev", opts.Logger)
-	d := &Device{link: l, log: lg, base: opts.Logger, done: make(chan struct{}), guid: opts.GUID, onPortDown: opts.OnPortDown}
+	d := &Device{link: l, log: lg, base: opts.Logger, done: make(chan struct{}), guid: opts.GUID, onPortDown: opts.OnPortDown, claims: opts.Claims}
 	var send engine.Sender = l
 	if raceEnabled {
 		send = raceLink{l}
@@ -111,6 +120,9 @@ func Start(l link.Link, opts Options) *Device {
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
 	})
 	d.startGSI()
+	if opts.Slot != 0 {
+		d.SetSlot(opts.Slot)
+	}
 	d.poller, _ = l.(link.Poller)
 	d.rx = newRxBatch(l.MaxBatch())
 	if d.poller != nil {
@@ -131,7 +143,7 @@ func Start(l link.Link, opts Options) *Device {
 // startGSI creates QP1 with its MAD agent and PerfMgt responder. A device
 // without them still moves data, so a failure is logged, not fatal.
 func (d *Device) startGSI() {
-	p, err := gsi.Open(d.host, gsi.Config{Logger: d.base, GUID: d.guid})
+	p, err := gsi.Open(d.host, gsi.Config{Logger: d.base, GUID: d.guid, Claims: d.claims})
 	if err != nil {
 		d.log.Error("softdev: no GSI QP; management datagrams will be dropped", "addr", d.Addr(), "err", err)
 		return
@@ -142,6 +154,17 @@ func (d *Device) startGSI() {
 	}
 	d.gsi = p
 	register(d)
+}
+
+// SetSlot makes the device number new QPs, CM communication IDs and MAD
+// transaction IDs in slot's share of its address, which a host service
+// gave this process (see package service).
+func (d *Device) SetSlot(slot uint8) {
+	first, last := service.QPNRange(slot)
+	d.host.SetQPNRange(first, last)
+	if d.gsi != nil {
+		d.gsi.SetPrefix(slot)
+	}
 }
 
 // GSI returns the device's QP1 and MAD agent, or nil if it could not be

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package verbs
+package rundir
 
 import "os"
 
