@@ -165,6 +165,10 @@ func TestMain(m *testing.M) {
 		statsChild()
 		return
 	}
+	if role := os.Getenv("RDMAGO_STREAM_CHILD"); role != "" {
+		streamChild(role, os.Getenv("RDMAGO_STREAM_ADDR"))
+		return
+	}
 	os.Exit(m.Run())
 }
 

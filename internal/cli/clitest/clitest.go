@@ -19,6 +19,13 @@ import (
 // the test is skipped.
 func Build(t *testing.T, name string) string {
 	t.Helper()
+	return BuildPackage(t, name, ".")
+}
+
+// BuildPackage is Build of the package pkg (a path relative to the test's
+// directory, or an import path).
+func BuildPackage(t *testing.T, name, pkg string) string {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command:", err)
@@ -26,7 +33,7 @@ func Build(t *testing.T, name string) string {
 	bin := filepath.Join(t.TempDir(), name)
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
 			t.Fatalf("go build of %s did not end in %v", name, buildTimeout)

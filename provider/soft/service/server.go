@@ -381,6 +381,7 @@ func (s *Server) claim(cl *client, id uint64) reply {
 	}
 	d.claims[id] = cl
 	d.publish()
+	s.log.Info("service: listen", "addr", d.addr, "service_id", fmt.Sprintf("%#x", id), "slot", cl.slot, "pid", cl.pid)
 	return newReply(statusOK, cl.slot, 0, 0, "")
 }
 
