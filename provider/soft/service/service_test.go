@@ -53,6 +53,15 @@ func startServer(t *testing.T, path string) *service.Server {
 	return srv
 }
 
+// startUnmanaged runs a service the test stops itself (Close).
+func startUnmanaged(path string) (*service.Server, error) {
+	srv, err := service.Listen(service.Config{Path: path, Logger: quiet})
+	if err == nil {
+		go srv.Serve()
+	}
+	return srv, err
+}
+
 func attach(t *testing.T, path string, port uint16) *service.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -205,11 +214,10 @@ func TestQuarantine(t *testing.T) {
 // its service IDs again.
 func TestServiceRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.sock")
-	srv, err := service.Listen(service.Config{Path: path, Logger: quiet})
+	srv, err := startUnmanaged(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve()
 	port := freePort(t)
 	down, up := make(chan struct{}, 1), make(chan uint8, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
