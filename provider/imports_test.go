@@ -74,7 +74,7 @@ func TestImportArrowsPointDown(t *testing.T) {
 		pkg     string
 		allowed []string
 	}{
-		{"verbs", []string{"provider", "provider/soft", "provider/kernel"}},
+		{"verbs", []string{"provider", "provider/soft", "provider/soft/rundir", "provider/kernel"}},
 		{"rdmacm", []string{"verbs", "provider", "ibcm", "mad", "wire"}},
 		{"rdmanet", []string{"verbs", "rdmacm", "provider"}},
 	} {

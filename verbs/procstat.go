@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdma-go/rdma-go/internal/rundir"
+	"github.com/rdma-go/rdma-go/provider/soft/rundir"
 )
 
 // StatsEnv turns the process's statistics socket off ("off"); see

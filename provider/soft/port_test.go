@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,5 +46,34 @@ func TestPortDownEvent(t *testing.T) {
 		if pc, _ := c.QueryPortCounters(1); pc.LinkDowned != 1 {
 			t.Fatalf("LinkDowned = %d, want 1", pc.LinkDowned)
 		}
+	}
+}
+
+// TestLoopbackGUIDs: loopback devices that bind different addresses have
+// different node GUIDs, each derived from its name and the address it
+// bound, so it is the same for the same device every time it runs.
+func TestLoopbackGUIDs(t *testing.T) {
+	t.Setenv("RDMA_GO_SERVICE", "off")
+	var guids []uint64
+	var addrs []string
+	for i := range 2 {
+		dev, err := AddLoopbackDevice(fmt.Sprintf("guidtest%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := dev.Open(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		a, _ := c.QueryDevice()
+		addr := c.(*Context).Addr()
+		if a.NodeGUID != guidFor(dev.Name(), addr) || dev.GUID() != a.NodeGUID {
+			t.Errorf("%s on %s: GUID %#x, device says %#x, want %#x", dev.Name(), addr, a.NodeGUID, dev.GUID(), guidFor(dev.Name(), addr))
+		}
+		guids, addrs = append(guids, a.NodeGUID), append(addrs, addr.String())
+	}
+	if guids[0] == guids[1] || addrs[0] == addrs[1] {
+		t.Errorf("two loopback devices: addresses %v, GUIDs %#x", addrs, guids)
 	}
 }

@@ -133,11 +133,20 @@ func (c *Client) connect(ctx context.Context, want uint8) (uint64, error) {
 		return 0, fmt.Errorf("service: %w", err)
 	}
 	data := dc.(*net.UnixConn)
-	if _, err := data.Write(newIDMsg(kindData, r.session())); err != nil {
+	if dl, ok := ctx.Deadline(); ok {
+		data.SetDeadline(dl)
+	}
+	// The service answers once the connection carries the slot's
+	// packets: none is lost between Attach and the first Receive.
+	if dr, err := roundTrip(data, newIDMsg(kindData, r.session())); err != nil || dr.status() != statusOK {
 		ctrl.Close()
 		data.Close()
-		return 0, fmt.Errorf("service: %w", err)
+		if err == nil {
+			err = fmt.Errorf("service: data connection: %s", dr.text())
+		}
+		return 0, err
 	}
+	data.SetDeadline(time.Time{})
 	drc, err := data.SyscallConn()
 	if err != nil {
 		ctrl.Close()

@@ -6,12 +6,16 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rdma-go/rdma-go/rdmacm"
 	"github.com/rdma-go/rdma-go/verbs"
 )
+
+// runs numbers the test's runs (-count), whose devices need new names.
+var runs atomic.Int32
 
 // exchange connects with rdma_cm over 127.0.0.1 and sends one message
 // each way over the new RC connection.
@@ -124,9 +128,10 @@ func TestDeviceThroughService(t *testing.T) {
 	}
 	t.Setenv("RDMA_GO_SERVICE", path)
 	t.Setenv("RDMA_GO_PORT", fmt.Sprint(freePort(t)))
+	run := runs.Add(1)
 	var devs [2]*verbs.Context
 	for i := range devs {
-		d, err := verbs.AddDevice(fmt.Sprintf("svc%d", i), lo)
+		d, err := verbs.AddDevice(fmt.Sprintf("svc%d-%d", run, i), lo)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,8 +45,9 @@
 //
 // The service listens on a Unix SOCK_SEQPACKET socket (SocketPath). A
 // client opens two connections per device: control (attach, claims; one
-// request and its reply at a time) and data (packets from the service, each
-// one message: a 24-byte header and the UDP payload). A client that reads
+// request and its reply at a time) and data (after the service's first
+// reply, packets from the service, each one message: a 24-byte header and
+// the UDP payload). A client that reads
 // too slowly loses packets (counted), as a NIC's full receive queue would;
 // the service never waits for one client.
 package service

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rdma-go/rdma-go/internal/rundir"
+	"github.com/rdma-go/rdma-go/provider/soft/rundir"
 )
 
 // SocketEnv names the service's socket instead of the default (see

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rdma-go/rdma-go/internal/rundir"
+	"github.com/rdma-go/rdma-go/provider/soft/rundir"
 	"github.com/rdma-go/rdma-go/link"
 )
 
@@ -304,6 +304,7 @@ func (s *Server) bindData(c *net.UnixConn, session uint64) {
 	delete(s.sessions, session)
 	s.mu.Unlock()
 	if cl == nil {
+		c.Write(newReply(statusError, 0, session, 0, "unknown session"))
 		return
 	}
 	setSendBuffer(c, dataBuffer)
@@ -312,6 +313,11 @@ func (s *Server) bindData(c *net.UnixConn, session uint64) {
 		return
 	}
 	cl.data.Store(&dataConn{c: c, rc: rc})
+	// Tell the client its data connection is live: packets flow from now.
+	if _, err := c.Write(newReply(statusOK, cl.slot, session, 0, "")); err != nil {
+		cl.gone.Store(true)
+		return
+	}
 	// Wait for the client to close it (it never writes); the control
 	// connection's end detaches the client.
 	var b [1]byte

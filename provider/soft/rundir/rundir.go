@@ -1,4 +1,4 @@
-// Package rundir is where rdma-go's processes meet on one host: the
+// Package rundir is where the processes using soft devices meet on one host: the
 // per-user directory that holds each process's statistics socket and the
 // host service's socket.
 package rundir
