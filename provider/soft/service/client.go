@@ -67,7 +67,7 @@ type Client struct {
 	ctrlMu sync.Mutex
 
 	hdr     [packetHdrLen]byte // Receive's scratch
-	iov     [2][]byte
+	msg     vecMsg
 	dropped atomic.Uint64
 }
 
@@ -279,8 +279,7 @@ func (c *Client) read(batch []link.Datagram) (int, error) {
 	err := drc.Read(func(fd uintptr) bool {
 		for got < len(batch) {
 			d := &batch[got]
-			c.iov[0], c.iov[1] = c.hdr[:], d.Buf[:cap(d.Buf)]
-			n, _, flags, _, err := unix.RecvmsgBuffers(int(fd), c.iov[:], nil, unix.MSG_DONTWAIT)
+			n, flags, err := c.msg.recv(fd, c.hdr[:], d.Buf[:cap(d.Buf)], unix.MSG_DONTWAIT)
 			switch {
 			case errors.Is(err, unix.EAGAIN):
 				return got > 0

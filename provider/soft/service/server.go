@@ -460,6 +460,7 @@ func (s *Server) receive(d *device) {
 // forwarder holds the receive goroutine's scratch header.
 type forwarder struct {
 	hdr [packetHdrLen]byte
+	msg vecMsg
 }
 
 // forward sends one received datagram, or each run of a GRO-coalesced
@@ -518,7 +519,7 @@ func (f *forwarder) send(d *device, t *routeTable, src netip.AddrPort, cl *clien
 	putPacketHdr(f.hdr[:], src, seg)
 	var err error
 	werr := dc.rc.Write(func(fd uintptr) bool {
-		_, err = unix.SendmsgBuffers(int(fd), [][]byte{f.hdr[:], p}, nil, nil, unix.MSG_DONTWAIT)
+		_, err = f.msg.send(fd, f.hdr[:], p, unix.MSG_DONTWAIT)
 		return true
 	})
 	if err == nil {
