@@ -66,12 +66,17 @@ type Client struct {
 	claims map[uint64]struct{}
 	ctrlMu sync.Mutex
 
-	hdr     [packetHdrLen]byte // Receive's scratch
-	msg     vecMsg
+	// rx is the scratch of Receive and ReceiveLocked (one caller at a
+	// time), prx TryReceive's (under pollMu).
+	rx, prx rxScratch
+	pollMu  sync.Mutex
 	dropped atomic.Uint64
 }
 
-var _ link.Link = (*Client)(nil)
+var (
+	_ link.Link   = (*Client)(nil)
+	_ link.Poller = (*Client)(nil)
+)
 
 // Attach attaches a device on addr to the service listening on path. It
 // returns an error wrapping ErrNoService when nothing listens there.
@@ -254,61 +259,147 @@ func (c *Client) MaxBatch() int { return c.send.MaxBatch() }
 // with backoff), calls OnUp and goes on; it returns only after Close.
 func (c *Client) Receive(batch []link.Datagram) (int, error) {
 	for {
-		n, err := c.read(batch)
-		if n > 0 || err == nil {
-			return n, nil
+		if err := c.waitReadable(); err != nil {
+			return 0, err
 		}
-		if c.closed.Load() {
-			return 0, link.ErrClosed
+		var got int
+		var err error
+		c.control(func(fd uintptr) { got, err = c.rx.recvSome(c, fd, batch) })
+		if got > 0 {
+			return got, nil
 		}
-		c.log.Warn("service: lost the host service; the port is down until it is back", "addr", c.addr, "err", err)
-		if !c.reattach() {
+		if err != nil && c.lost(err) {
 			return 0, link.ErrClosed
 		}
 	}
 }
 
-// read reads at least one message (waiting for it) and then what else is
-// queued, up to len(batch).
-func (c *Client) read(batch []link.Datagram) (int, error) {
+// TryReceive is Receive that returns 0 at once when nothing is queued, or
+// when another TryReceive is under way (link.Poller). It leaves a lost
+// service to Receive.
+func (c *Client) TryReceive(batch []link.Datagram) (int, error) {
+	if c.closed.Load() {
+		return 0, link.ErrClosed
+	}
+	if len(batch) == 0 || !c.pollMu.TryLock() {
+		return 0, nil
+	}
+	defer c.pollMu.Unlock()
+	var got int
+	c.control(func(fd uintptr) { got, _ = c.prx.recvSome(c, fd, batch) })
+	return got, nil
+}
+
+// ReceiveLocked is Receive that locks mu before each read and unlocks it
+// after a read that found nothing: it returns with mu held when n > 0
+// (link.Poller).
+func (c *Client) ReceiveLocked(mu sync.Locker, batch []link.Datagram) (int, error) {
+	for {
+		if err := c.waitReadable(); err != nil {
+			return 0, err
+		}
+		mu.Lock()
+		var got int
+		var err error
+		c.control(func(fd uintptr) { got, err = c.rx.recvSome(c, fd, batch) })
+		if got > 0 {
+			return got, nil
+		}
+		mu.Unlock()
+		if err != nil && c.lost(err) {
+			return 0, link.ErrClosed
+		}
+	}
+}
+
+// SetQuiet does nothing: a waiting Receive wakes when a message is queued
+// even while goroutines poll (link.Poller), at worst for nothing.
+func (c *Client) SetQuiet(bool) {}
+
+// control runs f on the data connection's descriptor.
+func (c *Client) control(f func(fd uintptr)) {
 	c.mu.Lock()
 	drc := c.drc
 	c.mu.Unlock()
-	got := 0
-	var rerr error
-	err := drc.Read(func(fd uintptr) bool {
-		for got < len(batch) {
-			d := &batch[got]
-			n, flags, err := c.msg.recv(fd, c.hdr[:], d.Buf[:cap(d.Buf)], unix.MSG_DONTWAIT)
+	drc.Control(f)
+}
+
+// waitReadable waits until a message is queued on the data connection.
+// When the service is gone it attaches again first (lost); it returns
+// link.ErrClosed after Close.
+func (c *Client) waitReadable() error {
+	var one [1]byte
+	for {
+		c.mu.Lock()
+		drc := c.drc
+		c.mu.Unlock()
+		var perr error
+		err := drc.Read(func(fd uintptr) bool {
+			n, _, e := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return got > 0
-			case errors.Is(err, unix.EINTR):
-				continue
-			case err != nil:
-				rerr = err
-				return true
+			case errors.Is(e, unix.EAGAIN):
+				return false
+			case e != nil:
+				perr = e
 			case n == 0:
-				rerr = io.EOF // the service closed the connection
-				return true
-			case flags&unix.MSG_TRUNC != 0 || n < packetHdrLen || c.hdr[0] != kindPacket:
-				c.dropped.Add(1)
-				continue
+				perr = io.EOF // the service closed the connection
 			}
-			h := packetHdr(c.hdr[:])
-			d.Buf = d.Buf[:n-packetHdrLen]
-			d.Src, d.Dst, d.SegSize = h.src(), c.addr, h.segSize()
-			got++
+			return true
+		})
+		if err == nil {
+			err = perr
 		}
+		if err == nil {
+			return nil
+		}
+		if c.lost(err) {
+			return link.ErrClosed
+		}
+	}
+}
+
+// lost handles a failed data connection: unless the client is closed it
+// waits for a service and attaches again. It reports whether the client
+// is closed.
+func (c *Client) lost(err error) bool {
+	if c.closed.Load() {
 		return true
-	})
-	if got > 0 {
-		return got, nil
 	}
-	if rerr != nil {
-		return 0, rerr
+	c.log.Warn("service: lost the host service; the port is down until it is back", "addr", c.addr, "err", err)
+	return !c.reattach()
+}
+
+// rxScratch is one reader's header buffer and message.
+type rxScratch struct {
+	hdr [packetHdrLen]byte
+	msg vecMsg
+}
+
+// recvSome reads the messages queued on fd, without waiting, into batch.
+func (r *rxScratch) recvSome(c *Client, fd uintptr, batch []link.Datagram) (int, error) {
+	got := 0
+	for got < len(batch) {
+		d := &batch[got]
+		n, flags, err := r.msg.recv(fd, r.hdr[:], d.Buf[:cap(d.Buf)], unix.MSG_DONTWAIT)
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			return got, nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return got, err
+		case n == 0:
+			return got, io.EOF // the service closed the connection
+		case flags&unix.MSG_TRUNC != 0 || n < packetHdrLen || r.hdr[0] != kindPacket:
+			c.dropped.Add(1)
+			continue
+		}
+		h := packetHdr(r.hdr[:])
+		d.Buf = d.Buf[:n-packetHdrLen]
+		d.Src, d.Dst, d.SegSize = h.src(), c.addr, h.segSize()
+		got++
 	}
-	return 0, err
+	return got, nil
 }
 
 // reattach waits for a service and attaches to it again; false means the
