@@ -19,7 +19,8 @@
 #               udaddy, rdma_server, each -rdmagoserver or -rxeserver, and
 #               nolistener-TOOL; kernel provider: kp-..., kp-cm-...,
 #               kp-conformance-..., kp-perf-... (with --perf); across
-#               providers: xp-...); for debugging
+#               providers: xp-...; through the host service: svc-...);
+#               for debugging
 #
 # For ibv_{rc,uc,ud,srq}_pingpong and three message sizes each, both
 # directions (rdma-go server + rxe client, rxe server + rdma-go client): both
@@ -58,7 +59,7 @@ while [ $# -gt 0 ]; do
 		ITERS=$2
 		shift
 		;;
-	-h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
 	*) echo "interop: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -107,6 +108,7 @@ on_exit() {
 	cleanup
 	rm -rf "$BIN"
 	if [ -n "${KP_SHARE:-}" ]; then rm -rf "$KP_SHARE"; fi
+	if [ -n "${SVC_PID:-}" ]; then kill "$SVC_PID" 2>/dev/null || true; fi
 	if [ -n "${ADDED_IP:-}" ]; then ip -n "$RXE_NETNS" addr del "$ADDED_IP/$RXE_PREFIX" dev "$RXE_TAP" 2>/dev/null || true; fi
 	if [ $DOWN = 1 ]; then "$LAB/vm-down.sh" 7>&- || rc=1; fi
 	exit $rc
@@ -605,6 +607,51 @@ cm_case_nolistener udaddy "-s $V" "-s $H" 1 "udaddy: event: RDMA_CM_EVENT_UNREAC
 cm_case_nolistener rdma_client "-s $V -p $CM_NOPORT" "-s $H -p $CM_NOPORT" 255 "rdma_connect: Connection refused"
 cm_case_unreachable rping "-c -a $CM_NOHOST -C 1" 255 "cma event RDMA_CM_EVENT_ADDR_ERROR, error -110"
 cm_case_unreachable udaddy "-s $CM_NOHOST" 146 "udaddy: event: RDMA_CM_EVENT_ADDR_ERROR, error: -110"
+
+# ------------------------------------------------------------------ host service
+# The same tools with our side's device attached to the host service
+# (rdma-go service, in the namespace; provider/soft/service): on the wire,
+# our QPNs carry the process's slot (slot<<16 | n) and our CM communication
+# IDs the slot in their top byte; rxe must answer to them and the service
+# route the answers (by QPN, by the echoed comm ID, SIDR by request ID, a
+# REQ by the claimed service ID). Ids svc-...; one more check (svc-attached)
+# that every one of our sides went through the service.
+SVC_IDS="svc-rc-s4096-rdmagoserver svc-rc-s4096-rxeserver svc-ud-s1-rdmagoserver svc-ud-s1-rxeserver svc-rping-s64-rdmagoserver svc-rping-s64-rxeserver svc-udaddy-rdmagoserver svc-udaddy-rxeserver svc-attached"
+svc_selected() { local i; for i in $SVC_IDS; do selected "$i" && return 0; done; return 1; }
+SVC_PID=
+if svc_selected; then
+	SVC_SOCK=$BIN/service.sock
+	"${NS[@]}" "$BIN/rdma-go" service --socket "$SVC_SOCK" -v >"$LOGDIR/svc.log" 2>&1 &
+	SVC_PID=$!
+	for _ in $(seq 100); do [ -S "$SVC_SOCK" ] && break; sleep 0.1; done
+	echo
+	say "host service: our side through rdma-go service ($SVC_SOCK)"
+	export RDMA_GO_SERVICE=$SVC_SOCK
+	XP_ID=svc-
+	case_rdmago_server rc 4096
+	case_rxe_server rc 4096
+	case_rdmago_server ud 1
+	case_rxe_server ud 1
+	cm_case_rdmago_server rping-s64 64 rping "-s -a $H -v -C 100" rping "-c -a $H -v -V -C 100" 100
+	cm_case_rxe_server rping-s64 64 rping "-s -a $V -v -C 100" TCP 7174 rping "-c -a $V -v -V -C 100" 100
+	cm_case_rdmago_server udaddy - udaddy "-b $H" udaddy "-s $H"
+	cm_case_rxe_server udaddy - udaddy "-b $V" UDP 7174 udaddy "-s $V"
+	XP_ID=
+	unset RDMA_GO_SERVICE
+	kill -INT "$SVC_PID" 2>/dev/null || true
+	wait "$SVC_PID" 2>/dev/null || true
+	SVC_PID=
+	if selected svc-attached; then
+		n=$(grep -c 'msg="service: attached"' "$LOGDIR/svc.log" || true)
+		want=0
+		for i in $SVC_IDS; do [ "$i" = svc-attached ] || ! selected "$i" || want=$((want + 1)); done
+		if [ "$n" -ge "$want" ] && [ "$want" -gt 0 ]; then
+			record rdma-go-service "our sides attached" - PASS "$n attaches for $want runs; slots $(grep -o 'msg="service: attached".* slot=[0-9]*' "$LOGDIR/svc.log" | grep -o '[0-9]*$' | sort -un | tr '\n' ' ')"
+		else
+			record rdma-go-service "our sides attached" - FAIL "$n attaches for $want runs (log: $LOGDIR/svc.log)"
+		fi
+	fi
+fi
 
 # ------------------------------------------------------------------ kernel provider on rxe0 in the guest
 # provider/kernel drives a kernel RDMA device through the system's

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/provider/soft"
+	"github.com/rdma-go/rdma-go/provider/soft/service"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -80,6 +81,9 @@ type Env struct {
 	Memlock func() (cur, max uint64, err error)
 	// Devices lists the devices (verbs.Devices).
 	Devices func() ([]*verbs.Device, error)
+	// Service returns where processes look for the host service ("" when
+	// RDMA_GO_SERVICE=off) and whether one answers there (service.Probe).
+	Service func() (path string, err error)
 }
 
 // Default returns the real machine.
@@ -90,7 +94,16 @@ func Default() Env {
 		Access:  access,
 		Memlock: memlock,
 		Devices: verbs.Devices,
+		Service: probeService,
 	}
+}
+
+func probeService() (string, error) {
+	path := service.SocketPath()
+	if path == "" {
+		return "", nil
+	}
+	return path, service.Probe(path)
 }
 
 // Config says what to check.
@@ -118,6 +131,9 @@ func Run(ctx context.Context, c Config) []Finding {
 	probe := c.Kernel()
 	r.kernel(probe, c.Env)
 	devs := r.devices(c)
+	if c.Service != nil {
+		r.service(c.Service())
+	}
 	r.memlock(c, len(probe.Listed) > 0)
 	for _, d := range devs {
 		r.device(d)
@@ -153,6 +169,25 @@ type report struct{ out []Finding }
 
 func (r *report) add(check string, l Level, fix, format string, args ...any) {
 	r.out = append(r.out, Finding{Check: check, Level: l, Message: fmt.Sprintf(format, args...), Fix: fix})
+}
+
+// service reports whether soft devices run behind the host service.
+func (r *report) service(path string, err error) {
+	const check = "host service"
+	switch _, statErr := os.Stat(path); {
+	case path == "":
+		r.add(check, Info, "", "%s=off: each process runs its soft devices itself", service.SocketEnv)
+	case err == nil:
+		r.add(check, OK, "", "answers on %s: soft devices of this user's processes share their addresses through it", path)
+	case errors.Is(err, service.ErrNoService) && statErr == nil:
+		r.add(check, Warn, "start it again (rdma-go service), or remove the file",
+			"%s is left by a service that is gone: processes run their soft devices themselves, and those that used it have their ports down until one answers", path)
+	case errors.Is(err, service.ErrNoService):
+		r.add(check, Info, "run rdma-go service to let many processes share one address",
+			"none (%s): each process runs its soft devices itself, one process per address", path)
+	default:
+		r.add(check, Error, "", "%s: %v", path, err)
+	}
 }
 
 // kernel reports the kernel's RDMA devices, /dev/infiniband and

@@ -3,9 +3,12 @@ package doctor
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/rdma-go/rdma-go/provider/soft/service"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -58,4 +62,40 @@ func TestPeerNoRoute(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "PASS") {
 		t.Fatalf("in a namespace without routes: %v\n%s", err, out)
 	}
+}
+
+// TestServiceCheck: the host service finding for a service that answers,
+// one that is gone (its socket file left), none, and RDMA_GO_SERVICE=off,
+// each made real: a service listening in a temporary directory, then
+// stopped with its socket file put back.
+func TestServiceCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "service.sock")
+	probe := func() (string, error) { return path, service.Probe(path) }
+	run := func() Finding {
+		env := fakeEnv()
+		env.Service = probe
+		return find(t, Run(context.Background(), Config{Env: env}), "host service")
+	}
+	want(t, run(), Info, "none", "rdma-go service")
+
+	srv, err := service.Listen(service.Config{Path: path, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	want(t, run(), OK, "answers on "+path, "")
+	srv.Close()
+	// A service that died leaves its socket file behind.
+	l, err := net.Listen("unixpacket", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	want(t, run(), Warn, "left by a service that is gone", "start it again")
+
+	env := fakeEnv()
+	env.Service = func() (string, error) { return "", nil }
+	want(t, find(t, Run(context.Background(), Config{Env: env}), "host service"), Info, "RDMA_GO_SERVICE=off", "")
 }

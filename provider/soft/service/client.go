@@ -25,6 +25,20 @@ import (
 // socket: the caller runs the device in its own process instead.
 var ErrNoService = errors.New("service: no host service")
 
+// Probe reports whether a service answers on path: nil if one does, an
+// error wrapping ErrNoService if nothing listens there (no socket, or a
+// dead service's), another error otherwise.
+func Probe(path string) error {
+	c, err := net.DialTimeout("unixpacket", path, 2*time.Second)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("%w at %s", ErrNoService, path)
+		}
+		return fmt.Errorf("service: %w", err)
+	}
+	return c.Close()
+}
+
 // AttachOptions configure a Client.
 type AttachOptions struct {
 	// Port is the UDP port of the address (0: 4791).

@@ -28,6 +28,9 @@ type AttachOptions struct {
 // Client is a device's attachment to the host service (Linux only).
 type Client struct{ link.Link }
 
+// Probe returns ErrNoService: the host service runs on Linux only.
+func Probe(string) error { return ErrNoService }
+
 // Attach returns ErrNoService: the host service runs on Linux only.
 func Attach(context.Context, string, netip.Addr, AttachOptions) (*Client, error) {
 	return nil, ErrNoService
