@@ -51,10 +51,16 @@ type UDPOptions struct {
 	GRO bool
 	// SendOnly makes a link that only sends: it binds an ephemeral port
 	// (Port is ignored) and discards anything that arrives, and LocalAddr
-	// reports that port. A soft device behind a host service sends
-	// through one (RoCEv2 leaves the source port free) while the service
-	// receives on 4791 for it.
+	// reports that port. A soft device behind the host service sends
+	// through one (RoCEv2 leaves the source port free), which outlives
+	// the service's socket it receives on.
 	SendOnly bool
+	// Conn, when set, is an already bound socket to use as the link's
+	// main socket instead of binding one (Port is then its port): a soft
+	// device behind the host service gets its socket, one of a
+	// SO_REUSEPORT group on the address, from the service. The link
+	// sets its options and owns it from then on.
+	Conn *net.UDPConn
 	// Logger receives debug logs (socket options that could not be set,
 	// source ports that could not be bound, send drops). nil means
 	// slog.Default().
@@ -230,6 +236,8 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 	}
 	port := opts.Port
 	switch {
+	case opts.Conn != nil:
+		port = uint16(opts.Conn.LocalAddr().(*net.UDPAddr).Port)
 	case opts.SendOnly:
 		port = 0
 	case port == 0:
@@ -265,7 +273,13 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 	}
 	u.gso.Store(gsoWanted(opts.GSO, addr))
 	u.gro = groWanted(opts.GRO)
-	s, err := u.open(port, buf, false)
+	var s *udpSock
+	var err error
+	if opts.Conn != nil {
+		s, err = u.adopt(opts.Conn, port, buf)
+	} else {
+		s, err = u.open(port, buf, false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +349,34 @@ func (u *UDP) open(port uint16, buf int, sendOnly bool) (*udpSock, error) {
 		}
 	}
 	return k, nil
+}
+
+// adopt makes conn, bound to the link's address and port, the main socket,
+// with the options open sets.
+func (u *UDP) adopt(conn *net.UDPConn, port uint16, buf int) (*udpSock, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("link: UDP %s: %w", u.local, err)
+	}
+	var serr error
+	if cerr := rc.Control(func(fd uintptr) {
+		o := sockOpts{is4: u.is4, buf: buf, gso: u.gso.Load(), gro: u.gro}
+		var gso bool
+		gso, serr = setSocketOptions(fd, o, u.log)
+		if o.gso && !gso {
+			u.gso.Store(false)
+		}
+	}); cerr != nil {
+		return nil, fmt.Errorf("link: UDP %s: %w", u.local, cerr)
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("link: UDP %s: %w", u.local, serr)
+	}
+	if portableBuffers && buf > 0 {
+		conn.SetReadBuffer(buf)
+		conn.SetWriteBuffer(buf)
+	}
+	return &udpSock{conn: conn, rc: rc, fd: -1, port: port}, nil
 }
 
 // sockOpts are the options setSocketOptions applies.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -31,12 +30,16 @@ var ErrNoService = errors.New("service: no host service")
 func Probe(path string) error {
 	c, err := net.DialTimeout("unixpacket", path, 2*time.Second)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("%w at %s", ErrNoService, path)
-		}
-		return fmt.Errorf("service: %w", err)
+		return dialError(path, err)
 	}
 	return c.Close()
+}
+
+func dialError(path string, err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("%w at %s", ErrNoService, path)
+	}
+	return fmt.Errorf("service: %w", err)
 }
 
 // AttachOptions configure a Client.
@@ -50,41 +53,41 @@ type AttachOptions struct {
 	// which may differ from the one before.
 	OnDown func()
 	OnUp   func(slot uint8)
-	// UDP tunes the socket the client sends from (Port and SendOnly are
-	// set by Attach).
+	// UDP tunes the socket (Conn and Port are set by Attach).
 	UDP link.UDPOptions
 }
 
-// Client is a device's attachment to the host service: a link.Link that
-// sends from a UDP socket of its own and receives, through the service,
-// what arrives on the address for the client's slot. It also claims the
-// CM's service IDs (ibcm.ServiceClaims).
+// Client is a device's attachment to the host service: a link.Link (and
+// link.Poller) that receives on the socket of the address's reuseport
+// group that the service gave this process, to which the kernel steers the
+// packets for the process's slot, and sends from a socket of its own on an
+// ephemeral port (RoCEv2 leaves the source port free), which outlives the
+// service: the source ports QPs chose stay valid when the service comes
+// back. It also claims the CM's service IDs (ibcm.ServiceClaims).
 type Client struct {
-	path string
-	addr netip.AddrPort
-	opts AttachOptions
-	log  *slog.Logger
-	send *link.UDP
-	guid uint64
+	path     string
+	addr     netip.AddrPort
+	opts     AttachOptions
+	log      *slog.Logger
+	guid     uint64
+	send     *link.UDP
 
 	slot   atomic.Uint32
 	closed atomic.Bool
 	done   chan struct{}
 
-	// mu guards the connections and the claims; ctrlMu serializes
-	// control requests.
+	// mu guards the control connection, the link and up, which is
+	// closed when a link is there (and replaced when it goes), and the
+	// claims.
 	mu     sync.Mutex
 	ctrl   *net.UnixConn
-	data   *net.UnixConn
-	drc    syscall.RawConn
+	link   *link.UDP
+	up     chan struct{}
 	claims map[uint64]struct{}
-	ctrlMu sync.Mutex
-
-	// rx is the scratch of Receive and ReceiveLocked (one caller at a
-	// time), prx TryReceive's (under pollMu).
-	rx, prx rxScratch
-	pollMu  sync.Mutex
-	dropped atomic.Uint64
+	// ctrlMu serializes control requests; replies come from the reader
+	// goroutine, the connection's only reader.
+	ctrlMu  sync.Mutex
+	replies chan reply
 }
 
 var (
@@ -103,97 +106,190 @@ func Attach(ctx context.Context, path string, addr netip.Addr, opts AttachOption
 		port = link.RoCEPort
 	}
 	c := &Client{path: path, addr: netip.AddrPortFrom(addr.Unmap(), port), opts: opts, log: opts.Logger,
-		done: make(chan struct{}), claims: make(map[uint64]struct{})}
-	guid, err := c.connect(ctx, 0)
+		done: make(chan struct{}), up: make(chan struct{}), claims: make(map[uint64]struct{})}
+	ctrl, l, r, err := c.connect(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
-	c.guid = guid
 	uo := opts.UDP
-	uo.SendOnly = true
+	uo.SendOnly, uo.Conn = true, nil
 	if uo.Logger == nil {
 		uo.Logger = opts.Logger
 	}
-	s, err := link.ListenUDP(addr, uo)
-	if err != nil {
-		c.closeConns()
+	if c.send, err = link.ListenUDP(addr, uo); err != nil {
+		ctrl.Close()
+		l.Close()
 		return nil, fmt.Errorf("service: send socket: %w", err)
 	}
-	c.send = s
+	c.guid = r.guid()
+	c.install(ctrl, l, r.slot())
 	return c, nil
 }
 
-// connect attaches to the service (asking for slot want) and opens the
-// data connection. It returns the device's GUID.
-func (c *Client) connect(ctx context.Context, want uint8) (uint64, error) {
+// connect attaches to the service, asking for slot want, and returns the
+// control connection, the link over the socket the service gave, and the
+// service's reply.
+func (c *Client) connect(ctx context.Context, want uint8) (*net.UnixConn, *link.UDP, reply, error) {
 	var d net.Dialer
 	cc, err := d.DialContext(ctx, "unixpacket", c.path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return 0, fmt.Errorf("%w at %s", ErrNoService, c.path)
-		}
-		return 0, fmt.Errorf("service: %w", err)
+		return nil, nil, nil, dialError(c.path, err)
 	}
 	ctrl := cc.(*net.UnixConn)
+	fail := func(err error) (*net.UnixConn, *link.UDP, reply, error) {
+		ctrl.Close()
+		return nil, nil, nil, err
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		ctrl.SetDeadline(dl)
 	}
-	r, err := roundTrip(ctrl, newAttachReq(c.addr, want, os.Getpid()))
-	if err == nil && r.status() != statusOK {
-		err = fmt.Errorf("service: attach %s: %s", c.addr, r.text())
+	if _, err := ctrl.Write(newAttachReq(c.addr, want, os.Getpid())); err != nil {
+		return fail(fmt.Errorf("service: %w", err))
 	}
+	buf, oob := make([]byte, 512), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := ctrl.ReadMsgUnix(buf, oob)
 	if err != nil {
-		ctrl.Close()
-		return 0, err
+		return fail(fmt.Errorf("service: %w", err))
 	}
-	dc, err := d.DialContext(ctx, "unixpacket", c.path)
-	if err != nil {
-		ctrl.Close()
-		return 0, fmt.Errorf("service: %w", err)
-	}
-	data := dc.(*net.UnixConn)
-	if dl, ok := ctx.Deadline(); ok {
-		data.SetDeadline(dl)
-	}
-	// The service answers once the connection carries the slot's
-	// packets: none is lost between Attach and the first Receive.
-	if dr, err := roundTrip(data, newIDMsg(kindData, r.session())); err != nil || dr.status() != statusOK {
-		ctrl.Close()
-		data.Close()
-		if err == nil {
-			err = fmt.Errorf("service: data connection: %s", dr.text())
+	fd := -1
+	if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(cms) == 1 {
+		if fds, err := unix.ParseUnixRights(&cms[0]); err == nil && len(fds) == 1 {
+			fd = fds[0]
 		}
-		return 0, err
 	}
-	data.SetDeadline(time.Time{})
-	drc, err := data.SyscallConn()
+	r := reply(buf[:n])
+	switch {
+	case n < replyLen || r[0] != kindReply:
+		err = errors.New("service: malformed reply")
+	case r.status() != statusOK:
+		err = fmt.Errorf("service: attach %s: %s", c.addr, r.text())
+	case fd < 0:
+		err = errors.New("service: the reply carries no socket")
+	}
 	if err != nil {
-		ctrl.Close()
-		data.Close()
-		return 0, fmt.Errorf("service: %w", err)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return fail(err)
+	}
+	f := os.NewFile(uintptr(fd), "rdma-go-service-socket")
+	pc, err := net.FilePacketConn(f)
+	f.Close()
+	if err != nil {
+		return fail(fmt.Errorf("service: %w", err))
+	}
+	uc, ok := pc.(*net.UDPConn)
+	if !ok {
+		pc.Close()
+		return fail(errors.New("service: the socket given is not UDP"))
+	}
+	uo := c.opts.UDP
+	uo.Conn, uo.GRO, uo.SendOnly = uc, true, false
+	if uo.Logger == nil {
+		uo.Logger = c.log
+	}
+	l, err := link.ListenUDP(c.addr.Addr(), uo)
+	if err != nil {
+		uc.Close()
+		return fail(err)
 	}
 	ctrl.SetDeadline(time.Time{})
-	c.mu.Lock()
-	c.ctrl, c.data, c.drc = ctrl, data, drc
-	c.mu.Unlock()
-	c.slot.Store(uint32(r.slot()))
-	return r.guid(), nil
+	return ctrl, l, r, nil
 }
 
-// roundTrip sends a control request and reads its reply.
-func roundTrip(ctrl *net.UnixConn, req []byte) (reply, error) {
-	if _, err := ctrl.Write(req); err != nil {
-		return nil, fmt.Errorf("service: %w", err)
+// install makes a new attachment current and starts reading its control
+// connection.
+func (c *Client) install(ctrl *net.UnixConn, l *link.UDP, slot uint8) {
+	c.slot.Store(uint32(slot))
+	replies := make(chan reply, 1)
+	c.mu.Lock()
+	c.ctrl, c.link, c.replies = ctrl, l, replies
+	close(c.up)
+	c.mu.Unlock()
+	go c.readControl(ctrl, replies)
+}
+
+// readControl reads the control connection: the replies to requests, and
+// its end, which means the service is gone.
+func (c *Client) readControl(ctrl *net.UnixConn, replies chan reply) {
+	for {
+		buf := make([]byte, 512)
+		n, err := ctrl.Read(buf)
+		if err != nil || n == 0 {
+			close(replies)
+			c.lost(ctrl, err)
+			return
+		}
+		if n >= replyLen && buf[0] == kindReply {
+			select {
+			case replies <- reply(buf[:n]):
+			default: // nobody asked: drop it
+			}
+		}
 	}
-	buf := make([]byte, 512)
-	n, err := ctrl.Read(buf)
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
+}
+
+// lost handles the end of the control connection ctrl: unless the client
+// was closed, it closes the socket (so that a new service finds the port
+// free), reports the port down, waits for a service and attaches again.
+func (c *Client) lost(ctrl *net.UnixConn, err error) {
+	c.mu.Lock()
+	if c.ctrl != ctrl {
+		c.mu.Unlock()
+		return
 	}
-	if n < replyLen || buf[0] != kindReply {
-		return nil, errors.New("service: malformed reply")
+	l := c.link
+	c.ctrl, c.link, c.up = nil, nil, make(chan struct{})
+	c.mu.Unlock()
+	ctrl.Close()
+	if l != nil {
+		l.Close()
 	}
-	return reply(buf[:n]), nil
+	if c.closed.Load() {
+		return
+	}
+	c.log.Warn("service: lost the host service; the port is down until it is back", "addr", c.addr, "err", err)
+	if c.opts.OnDown != nil {
+		c.opts.OnDown()
+	}
+	wait := 10 * time.Millisecond
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), portWait+5*time.Second)
+		nctrl, nl, r, err := c.connect(ctx, c.Slot())
+		cancel()
+		if err != nil {
+			c.log.Debug("service: attach again", "addr", c.addr, "err", err)
+			continue
+		}
+		if c.closed.Load() {
+			nctrl.Close()
+			nl.Close()
+			return
+		}
+		c.install(nctrl, nl, r.slot())
+		c.mu.Lock()
+		ids := make([]uint64, 0, len(c.claims))
+		for id := range c.claims {
+			ids = append(ids, id)
+		}
+		c.mu.Unlock()
+		for _, id := range ids {
+			if err := c.request(newIDMsg(kindClaim, id)); err != nil {
+				c.log.Warn("service: a listen was lost with the service", "addr", c.addr, "service_id", fmt.Sprintf("%#x", id), "err", err)
+			}
+		}
+		c.log.Info("service: attached again", "addr", c.addr, "slot", c.Slot())
+		if c.opts.OnUp != nil {
+			c.opts.OnUp(c.Slot())
+		}
+		return
+	}
 }
 
 // Slot returns the client's slot (see QPNRange).
@@ -202,10 +298,6 @@ func (c *Client) Slot() uint8 { return uint8(c.slot.Load()) }
 // GUID returns the node GUID of the service's device on the address, the
 // same for every process attached to it.
 func (c *Client) GUID() uint64 { return c.guid }
-
-// Dropped counts packets the client could not take (too long for the
-// buffer Receive had).
-func (c *Client) Dropped() uint64 { return c.dropped.Load() }
 
 // Claim reserves a service ID for this process (ibcm.ServiceClaims).
 func (c *Client) Claim(id uint64) error {
@@ -231,35 +323,48 @@ func (c *Client) Release(id uint64) {
 	}
 }
 
-// request sends one control request and checks its reply.
+// request sends one control request and waits for its reply.
 func (c *Client) request(m []byte) error {
 	c.ctrlMu.Lock()
 	defer c.ctrlMu.Unlock()
 	c.mu.Lock()
-	ctrl := c.ctrl
+	ctrl, replies := c.ctrl, c.replies
 	c.mu.Unlock()
 	if ctrl == nil {
 		return errors.New("service: not attached (the host service is gone)")
 	}
-	ctrl.SetDeadline(time.Now().Add(5 * time.Second))
-	defer ctrl.SetDeadline(time.Time{})
-	r, err := roundTrip(ctrl, m)
-	if err != nil {
-		return err
+	if _, err := ctrl.Write(m); err != nil {
+		return fmt.Errorf("service: %w", err)
 	}
-	switch r.status() {
-	case statusOK:
+	var r reply
+	select {
+	case r = <-replies:
+	case <-time.After(5 * time.Second):
+		return errors.New("service: no reply within 5 s")
+	}
+	switch {
+	case r == nil:
+		return errors.New("service: the host service went away")
+	case r.status() == statusOK:
 		return nil
-	case statusBusy:
+	case r.status() == statusBusy:
 		return fmt.Errorf("%w: %s", ErrBusy, r.text())
 	}
 	return fmt.Errorf("service: %s", r.text())
 }
 
-// Send sends from the client's own UDP socket.
+// current returns the link and, when there is none (the service is gone),
+// a channel closed when there is one again.
+func (c *Client) current() (*link.UDP, chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.link, c.up
+}
+
+// Send sends from the process's own socket.
 func (c *Client) Send(batch []link.Datagram) error { return c.send.Send(batch) }
 
-// LocalAddr returns the address and the port the service receives on.
+// LocalAddr returns the address and its RoCE port.
 func (c *Client) LocalAddr() netip.AddrPort { return c.addr }
 
 // SourcePort returns the source port datagrams sent with want carry.
@@ -268,217 +373,77 @@ func (c *Client) SourcePort(want uint16) uint16 { return c.send.SourcePort(want)
 // MaxBatch returns the send socket's best batch.
 func (c *Client) MaxBatch() int { return c.send.MaxBatch() }
 
-// Receive returns what the service forwarded. When the service goes away
-// it calls OnDown, attaches again as soon as a service answers (retrying
-// with backoff), calls OnUp and goes on; it returns only after Close.
+// Receive returns what the kernel steered to the process's socket. While
+// the service is gone it waits for the next one; it returns
+// link.ErrClosed only after Close.
 func (c *Client) Receive(batch []link.Datagram) (int, error) {
+	return c.receive(func(l *link.UDP) (int, error) { return l.Receive(batch) })
+}
+
+// ReceiveLocked is Receive through the socket's ReceiveLocked
+// (link.Poller).
+func (c *Client) ReceiveLocked(mu sync.Locker, batch []link.Datagram) (int, error) {
+	return c.receive(func(l *link.UDP) (int, error) { return l.ReceiveLocked(mu, batch) })
+}
+
+func (c *Client) receive(recv func(*link.UDP) (int, error)) (int, error) {
 	for {
-		if err := c.waitReadable(); err != nil {
-			return 0, err
-		}
-		var got int
-		var err error
-		c.control(func(fd uintptr) { got, err = c.rx.recvSome(c, fd, batch) })
-		if got > 0 {
-			return got, nil
-		}
-		if err != nil && c.lost(err) {
+		if c.closed.Load() {
 			return 0, link.ErrClosed
 		}
+		l, up := c.current()
+		if l == nil {
+			select {
+			case <-up:
+			case <-c.done:
+				return 0, link.ErrClosed
+			}
+			continue
+		}
+		n, err := recv(l)
+		if n > 0 || err == nil {
+			return n, err
+		}
+		// The socket was closed: the service went away, or Close.
 	}
 }
 
-// TryReceive is Receive that returns 0 at once when nothing is queued, or
-// when another TryReceive is under way (link.Poller). It leaves a lost
-// service to Receive.
+// TryReceive reads what is queued without waiting (link.Poller).
 func (c *Client) TryReceive(batch []link.Datagram) (int, error) {
 	if c.closed.Load() {
 		return 0, link.ErrClosed
 	}
-	if len(batch) == 0 || !c.pollMu.TryLock() {
+	l, _ := c.current()
+	if l == nil {
 		return 0, nil
 	}
-	defer c.pollMu.Unlock()
-	var got int
-	c.control(func(fd uintptr) { got, _ = c.prx.recvSome(c, fd, batch) })
-	return got, nil
+	n, _ := l.TryReceive(batch)
+	return n, nil
 }
 
-// ReceiveLocked is Receive that locks mu before each read and unlocks it
-// after a read that found nothing: it returns with mu held when n > 0
-// (link.Poller).
-func (c *Client) ReceiveLocked(mu sync.Locker, batch []link.Datagram) (int, error) {
-	for {
-		if err := c.waitReadable(); err != nil {
-			return 0, err
-		}
-		mu.Lock()
-		var got int
-		var err error
-		c.control(func(fd uintptr) { got, err = c.rx.recvSome(c, fd, batch) })
-		if got > 0 {
-			return got, nil
-		}
-		mu.Unlock()
-		if err != nil && c.lost(err) {
-			return 0, link.ErrClosed
-		}
+// SetQuiet passes the device's polling state to the socket (link.Poller).
+func (c *Client) SetQuiet(on bool) {
+	if l, _ := c.current(); l != nil {
+		l.SetQuiet(on)
 	}
 }
 
-// SetQuiet does nothing: a waiting Receive wakes when a message is queued
-// even while goroutines poll (link.Poller), at worst for nothing.
-func (c *Client) SetQuiet(bool) {}
-
-// control runs f on the data connection's descriptor.
-func (c *Client) control(f func(fd uintptr)) {
-	c.mu.Lock()
-	drc := c.drc
-	c.mu.Unlock()
-	drc.Control(f)
-}
-
-// waitReadable waits until a message is queued on the data connection.
-// When the service is gone it attaches again first (lost); it returns
-// link.ErrClosed after Close.
-func (c *Client) waitReadable() error {
-	var one [1]byte
-	for {
-		c.mu.Lock()
-		drc := c.drc
-		c.mu.Unlock()
-		var perr error
-		err := drc.Read(func(fd uintptr) bool {
-			n, _, e := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-			switch {
-			case errors.Is(e, unix.EAGAIN):
-				return false
-			case e != nil:
-				perr = e
-			case n == 0:
-				perr = io.EOF // the service closed the connection
-			}
-			return true
-		})
-		if err == nil {
-			err = perr
-		}
-		if err == nil {
-			return nil
-		}
-		if c.lost(err) {
-			return link.ErrClosed
-		}
-	}
-}
-
-// lost handles a failed data connection: unless the client is closed it
-// waits for a service and attaches again. It reports whether the client
-// is closed.
-func (c *Client) lost(err error) bool {
-	if c.closed.Load() {
-		return true
-	}
-	c.log.Warn("service: lost the host service; the port is down until it is back", "addr", c.addr, "err", err)
-	return !c.reattach()
-}
-
-// rxScratch is one reader's header buffer and message.
-type rxScratch struct {
-	hdr [packetHdrLen]byte
-	msg vecMsg
-}
-
-// recvSome reads the messages queued on fd, without waiting, into batch.
-func (r *rxScratch) recvSome(c *Client, fd uintptr, batch []link.Datagram) (int, error) {
-	got := 0
-	for got < len(batch) {
-		d := &batch[got]
-		n, flags, err := r.msg.recv(fd, r.hdr[:], d.Buf[:cap(d.Buf)], unix.MSG_DONTWAIT)
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			return got, nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return got, err
-		case n == 0:
-			return got, io.EOF // the service closed the connection
-		case flags&unix.MSG_TRUNC != 0 || n < packetHdrLen || r.hdr[0] != kindPacket:
-			c.dropped.Add(1)
-			continue
-		}
-		h := packetHdr(r.hdr[:])
-		d.Buf = d.Buf[:n-packetHdrLen]
-		d.Src, d.Dst, d.SegSize = h.src(), c.addr, h.segSize()
-		got++
-	}
-	return got, nil
-}
-
-// reattach waits for a service and attaches to it again; false means the
-// client was closed first.
-func (c *Client) reattach() bool {
-	c.closeConns()
-	if c.opts.OnDown != nil {
-		c.opts.OnDown()
-	}
-	wait := 10 * time.Millisecond
-	for {
-		select {
-		case <-c.done:
-			return false
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := c.connect(ctx, c.Slot())
-		cancel()
-		if err != nil {
-			c.log.Debug("service: attach again", "addr", c.addr, "err", err)
-			continue
-		}
-		if c.closed.Load() {
-			c.closeConns()
-			return false
-		}
-		c.mu.Lock()
-		ids := make([]uint64, 0, len(c.claims))
-		for id := range c.claims {
-			ids = append(ids, id)
-		}
-		c.mu.Unlock()
-		for _, id := range ids {
-			if err := c.request(newIDMsg(kindClaim, id)); err != nil {
-				c.log.Warn("service: a listen was lost with the service", "addr", c.addr, "service_id", fmt.Sprintf("%#x", id), "err", err)
-			}
-		}
-		c.log.Info("service: attached again", "addr", c.addr, "slot", c.Slot())
-		if c.opts.OnUp != nil {
-			c.opts.OnUp(c.Slot())
-		}
-		return true
-	}
-}
-
-func (c *Client) closeConns() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ctrl != nil {
-		c.ctrl.Close()
-	}
-	if c.data != nil {
-		c.data.Close()
-	}
-}
-
-// Close detaches from the service and closes the send socket; Receive
-// returns link.ErrClosed.
+// Close detaches from the service and closes the sockets; Receive returns
+// link.ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
 	close(c.done)
-	c.closeConns()
+	c.mu.Lock()
+	ctrl, l := c.ctrl, c.link
+	c.ctrl, c.link = nil, nil
+	c.mu.Unlock()
+	if ctrl != nil {
+		ctrl.Close()
+	}
+	if l != nil {
+		l.Close()
+	}
 	return c.send.Close()
 }

@@ -69,16 +69,14 @@ func addressGUID(ap netip.AddrPort) uint64 {
 
 // Message kinds, the first byte of every message.
 const (
-	kindAttach  = 1 // control, client → service: attach to an address
-	kindData    = 2 // first message of a data connection: its session
-	kindClaim   = 3 // control: claim a service ID
-	kindRelease = 4 // control: release a service ID
-	kindReply   = 5 // control, service → client: the answer to a request
-	kindPacket  = 6 // data, service → client: a received datagram
+	kindAttach  = 1 // client → service: attach to an address
+	kindClaim   = 3 // client → service: claim a service ID
+	kindRelease = 4 // client → service: release a service ID
+	kindReply   = 5 // service → client: the answer to a request
 )
 
 // protoVersion is the protocol's version, checked at attach.
-const protoVersion = 1
+const protoVersion = 2
 
 // Reply status codes.
 const (
@@ -117,30 +115,28 @@ func (m attachReq) addr() netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom16([16]byte(m[12:28])).Unmap(), binary.BigEndian.Uint16(m[4:]))
 }
 
-// reply answers a control request (kindReply).
+// reply answers a request (kindReply); the answer to kindAttach carries
+// the process's socket (SCM_RIGHTS).
 //
 //	0 kind, 1 status, 2 slot, 3 reserved, 4–7 reserved,
-//	8–15 session, 16–23 GUID, 24– error text
+//	8–15 reserved, 16–23 GUID, 24– error text
 type reply []byte
 
 const replyLen = 24
 
-func newReply(status, slot uint8, session, guid uint64, text string) reply {
+func newReply(status, slot uint8, guid uint64, text string) reply {
 	m := make(reply, replyLen, replyLen+len(text))
 	m[0], m[1], m[2] = kindReply, status, slot
-	binary.BigEndian.PutUint64(m[8:], session)
 	binary.BigEndian.PutUint64(m[16:], guid)
 	return append(m, text...)
 }
 
 func (m reply) status() uint8   { return m[1] }
 func (m reply) slot() uint8     { return m[2] }
-func (m reply) session() uint64 { return binary.BigEndian.Uint64(m[8:]) }
 func (m reply) guid() uint64    { return binary.BigEndian.Uint64(m[16:]) }
 func (m reply) text() string    { return string(m[replyLen:]) }
 
-// idMsg is a message carrying one 64-bit value: a data connection's
-// session (kindData), or a service ID (kindClaim, kindRelease).
+// idMsg is a message carrying a service ID (kindClaim, kindRelease).
 //
 //	0 kind, 1–7 reserved, 8–15 value
 type idMsg []byte
@@ -155,26 +151,3 @@ func newIDMsg(kind uint8, v uint64) idMsg {
 }
 
 func (m idMsg) value() uint64 { return binary.BigEndian.Uint64(m[8:]) }
-
-// packetHdr precedes each datagram the service forwards (kindPacket).
-//
-//	0 kind, 1 reserved, 2–3 segment size (0: one datagram; else a GRO run
-//	of datagrams of this size, the last maybe shorter), 4–5 source port,
-//	6–7 reserved, 8–23 source address (IPv6 or v4-mapped)
-type packetHdr []byte
-
-const packetHdrLen = 24
-
-func putPacketHdr(h packetHdr, src netip.AddrPort, segSize int) {
-	h[0], h[1] = kindPacket, 0
-	binary.BigEndian.PutUint16(h[2:], uint16(segSize))
-	binary.BigEndian.PutUint16(h[4:], src.Port())
-	h[6], h[7] = 0, 0
-	a := src.Addr().Unmap().As16()
-	copy(h[8:], a[:])
-}
-
-func (h packetHdr) segSize() int { return int(binary.BigEndian.Uint16(h[2:])) }
-func (h packetHdr) src() netip.AddrPort {
-	return netip.AddrPortFrom(netip.AddrFrom16([16]byte(h[8:24])).Unmap(), binary.BigEndian.Uint16(h[4:]))
-}

@@ -4,8 +4,7 @@ package service
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/binary"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,10 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/rdma-go/rdma-go/provider/soft/rundir"
 	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/provider/soft/rundir"
 )
 
 // DefaultQuarantine is how long a dead process's slot is not given to
@@ -29,9 +29,9 @@ import (
 // timeouts (7 retries of 67 ms at timeout 14, or of 4.3 s at timeout 20).
 const DefaultQuarantine = 2 * time.Minute
 
-// dataBuffer is the send buffer the service asks for on each client's data
-// connection: what a client may fall behind before packets are dropped.
-const dataBuffer = 8 << 20
+// portWait bounds how long attaching to an address waits for the sockets
+// of a previous service's clients to close.
+const portWait = 10 * time.Second
 
 // Config configures a Server.
 type Config struct {
@@ -48,56 +48,51 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Server is the host service: it owns the RoCEv2 port of the addresses its
-// clients attach to and forwards each received packet to its process.
+// Server is the host service: for each address its clients attach to, it
+// keeps a SO_REUSEPORT group of UDP sockets on the RoCE port, one per
+// process, and a BPF program that makes the kernel deliver each packet to
+// the socket of the process it is for.
 type Server struct {
 	cfg Config
 	ln  *net.UnixListener
 	log *slog.Logger
 
-	mu       sync.Mutex
-	closed   bool
-	devs     map[netip.AddrPort]*device
-	tables   map[netip.AddrPort]*slotTable
-	sessions map[uint64]*client // attached, waiting for their data connection
-	conns    map[*net.UnixConn]struct{}
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+	devs   map[netip.AddrPort]*device
+	tables map[netip.AddrPort]*slotTable
+	conns  map[*net.UnixConn]struct{}
+	wg     sync.WaitGroup
 }
 
-// device is one address the service receives on.
+// device is one address the service steers.
 type device struct {
 	addr    netip.AddrPort
-	link    *link.UDP
+	socks   []*groupSock // by index in the reuseport group; [0] is the service's
 	slots   *slotTable
 	clients []*client // in attach order
 	claims  map[uint64]*client
-	table   atomic.Pointer[routeTable]
 
-	forwarded, dropped, unrouted atomic.Uint64
+	unrouted atomic.Uint64
 }
 
-// routeTable is the device's routing, rebuilt on every change and read
-// without locks by its receive goroutine.
-type routeTable struct {
-	bySlot [MaxSlot + 1]*client
-	claims map[uint64]*client
-	oldest *client
+// groupSock is one socket of an address's reuseport group. The service
+// holds every one for as long as the address is in use, so that no socket
+// leaves the group and the indices stay put; a dead process's socket is
+// parked (routed nothing) until another process takes it.
+type groupSock struct {
+	conn  *net.UDPConn
+	index uint32
+	owner *client // nil: the service's own, or parked
 }
 
 // client is one attached device of one process.
 type client struct {
-	dev     *device
-	slot    uint8
-	pid     int
-	session uint64
-	ctrl    *net.UnixConn
-	data    atomic.Pointer[dataConn]
-	gone    atomic.Bool
-}
-
-type dataConn struct {
-	c  *net.UnixConn
-	rc syscall.RawConn
+	dev  *device
+	slot uint8
+	pid  int
+	ctrl *net.UnixConn
+	sock *groupSock
 }
 
 // Listen opens the service's socket. It refuses when a service already
@@ -136,7 +131,7 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	s := &Server{cfg: cfg, ln: ln, log: cfg.Logger, devs: make(map[netip.AddrPort]*device),
-		tables: make(map[netip.AddrPort]*slotTable), sessions: make(map[uint64]*client), conns: make(map[*net.UnixConn]struct{})}
+		tables: make(map[netip.AddrPort]*slotTable), conns: make(map[*net.UnixConn]struct{})}
 	if b, err := os.ReadFile(cfg.StateFile); err == nil {
 		s.tables = loadState(bytes.NewReader(b), cfg.Now(), cfg.Quarantine)
 	}
@@ -177,7 +172,9 @@ func (s *Server) Serve() error {
 }
 
 // Close stops the service: it closes every connection and socket, as its
-// death would, and removes its socket file.
+// death would, and removes its socket file. The slots attached now stay
+// reserved in the state file for their processes, which attach again to
+// the next service.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -189,13 +186,17 @@ func (s *Server) Close() error {
 	for c := range s.conns {
 		c.Close()
 	}
+	for _, d := range s.devs {
+		d.close()
+	}
+	s.devs = map[netip.AddrPort]*device{}
 	s.mu.Unlock()
 	s.wg.Wait()
 	return err
 }
 
-// handle serves one connection: a client's control connection or its data
-// connection.
+// handle serves one client's control connection: it attaches the client
+// and answers its requests until the client goes.
 func (s *Server) handle(c *net.UnixConn) {
 	defer s.wg.Done()
 	defer func() {
@@ -207,29 +208,22 @@ func (s *Server) handle(c *net.UnixConn) {
 	buf := make([]byte, 256)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, err := c.Read(buf)
-	if err != nil || n == 0 {
+	if err != nil || n != attachReqLen || buf[0] != kindAttach {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	switch {
-	case buf[0] == kindAttach && n == attachReqLen:
-		s.control(c, attachReq(buf[:n]))
-	case buf[0] == kindData && n == idMsgLen:
-		s.bindData(c, idMsg(buf[:n]).value())
+	cl, rep := s.attach(c, attachReq(buf[:n]))
+	var oob []byte
+	if cl != nil {
+		cl.sock.control(func(fd int) { oob = unix.UnixRights(fd) })
 	}
-}
-
-// control attaches a client and answers its requests until it goes.
-func (s *Server) control(c *net.UnixConn, req attachReq) {
-	cl, rep := s.attach(c, req)
-	if _, err := c.Write(rep); err != nil || cl == nil {
+	if _, _, err := c.WriteMsgUnix(rep, oob, nil); err != nil || cl == nil {
 		if cl != nil {
 			s.detach(cl)
 		}
 		return
 	}
 	defer s.detach(cl)
-	buf := make([]byte, 256)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
@@ -241,9 +235,9 @@ func (s *Server) control(c *net.UnixConn, req attachReq) {
 			r = s.claim(cl, idMsg(buf[:n]).value())
 		case buf[0] == kindRelease && n == idMsgLen:
 			s.release(cl, idMsg(buf[:n]).value())
-			r = newReply(statusOK, cl.slot, 0, 0, "")
+			r = newReply(statusOK, cl.slot, 0, "")
 		default:
-			r = newReply(statusError, cl.slot, 0, 0, fmt.Sprintf("unknown request %d", buf[0]))
+			r = newReply(statusError, cl.slot, 0, fmt.Sprintf("unknown request %d", buf[0]))
 		}
 		if _, err := c.Write(r); err != nil {
 			return
@@ -251,11 +245,11 @@ func (s *Server) control(c *net.UnixConn, req attachReq) {
 	}
 }
 
-// attach gives a new client a slot on its address, opening the address's
-// UDP port for the first.
+// attach gives a new client a slot on its address and the socket of the
+// address's group that the slot's packets go to.
 func (s *Server) attach(c *net.UnixConn, req attachReq) (*client, reply) {
 	if req.version() != protoVersion {
-		return nil, newReply(statusError, 0, 0, 0, fmt.Sprintf("protocol version %d, the service speaks %d", req.version(), protoVersion))
+		return nil, newReply(statusError, 0, 0, fmt.Sprintf("protocol version %d, the service speaks %d", req.version(), protoVersion))
 	}
 	ap := req.addr()
 	if ap.Port() == 0 {
@@ -265,76 +259,201 @@ func (s *Server) attach(c *net.UnixConn, req attachReq) (*client, reply) {
 	defer s.mu.Unlock()
 	d := s.devs[ap]
 	if d == nil {
-		l, err := link.ListenUDP(ap.Addr(), link.UDPOptions{Port: ap.Port(), GRO: true, Logger: s.log})
-		if err != nil {
-			return nil, newReply(statusError, 0, 0, 0, err.Error())
-		}
 		t := s.tables[ap]
 		if t == nil {
 			t = newSlotTable(s.cfg.Quarantine)
 			s.tables[ap] = t
 		}
-		d = &device{addr: ap, link: l, slots: t, claims: make(map[uint64]*client)}
-		d.publish()
+		var err error
+		if d, err = s.newDevice(ap, t); err != nil {
+			return nil, newReply(statusError, 0, 0, err.Error())
+		}
 		s.devs[ap] = d
-		s.wg.Add(1)
-		go s.receive(d)
-		s.log.Info("service: receiving", "addr", ap)
+		s.log.Info("service: steering", "addr", ap)
 	}
 	slot := d.slots.take(s.cfg.Now(), req.pid(), req.slot())
 	if slot == 0 {
 		s.closeIfIdle(d)
-		return nil, newReply(statusFull, 0, 0, 0, fmt.Sprintf("all %d slots of %s are in use or in quarantine", MaxSlot, ap))
+		return nil, newReply(statusFull, 0, 0, fmt.Sprintf("all %d slots of %s are in use or in quarantine", MaxSlot, ap))
 	}
-	var b [8]byte
-	rand.Read(b[:])
-	cl := &client{dev: d, slot: slot, pid: req.pid(), session: binary.LittleEndian.Uint64(b[:]), ctrl: c}
+	gs, err := d.freeSocket()
+	if err != nil {
+		d.slots.give(s.cfg.Now(), slot)
+		s.closeIfIdle(d)
+		return nil, newReply(statusError, 0, 0, err.Error())
+	}
+	cl := &client{dev: d, slot: slot, pid: req.pid(), ctrl: c, sock: gs}
+	gs.owner = cl
 	d.clients = append(d.clients, cl)
-	d.publish()
-	s.sessions[cl.session] = cl
+	if err := d.steer(); err != nil {
+		s.log.Error("service: cannot steer", "addr", ap, "err", err)
+	}
 	s.saveLocked()
-	s.log.Info("service: attached", "addr", ap, "slot", slot, "pid", cl.pid)
-	return cl, newReply(statusOK, slot, cl.session, addressGUID(ap), "")
+	s.log.Info("service: attached", "addr", ap, "slot", slot, "pid", cl.pid, "socket", gs.index)
+	return cl, newReply(statusOK, slot, addressGUID(ap), "")
 }
 
-// bindData makes c the data connection of the client with session.
-func (s *Server) bindData(c *net.UnixConn, session uint64) {
-	s.mu.Lock()
-	cl := s.sessions[session]
-	delete(s.sessions, session)
-	s.mu.Unlock()
-	if cl == nil {
-		c.Write(newReply(statusError, 0, session, 0, "unknown session"))
-		return
-	}
-	setSendBuffer(c, dataBuffer)
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	cl.data.Store(&dataConn{c: c, rc: rc})
-	// Tell the client its data connection is live: packets flow from now.
-	if _, err := c.Write(newReply(statusOK, cl.slot, session, 0, "")); err != nil {
-		cl.gone.Store(true)
-		return
-	}
-	// Wait for the client to close it (it never writes); the control
-	// connection's end detaches the client.
-	var b [1]byte
+// newDevice starts steering ap: it waits for the address's port to be
+// free (the sockets a previous service handed out close as their
+// processes notice it is gone), then opens the group's first socket, the
+// service's own, which receives what no process owns.
+func (s *Server) newDevice(ap netip.AddrPort, t *slotTable) (*device, error) {
+	deadline := time.Now().Add(portWait)
 	for {
-		if _, err := c.Read(b[:]); err != nil {
-			cl.gone.Store(true)
-			return
+		probe, err := listenUDP(ap, false)
+		if err == nil {
+			probe.Close()
+			break
 		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("service: %s: %w (if a previous service's processes still hold it, they let go when they notice it is gone)", ap, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d := &device{addr: ap, slots: t, claims: make(map[uint64]*client)}
+	if _, err := d.addSocket(); err != nil {
+		return nil, err
+	}
+	if err := d.steer(); err != nil {
+		d.close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.drainUnrouted(d, d.socks[0].conn)
+	return d, nil
+}
+
+// listenUDP binds a UDP socket on ap, in its reuseport group if reuse.
+func listenUDP(ap netip.AddrPort, reuse bool) (*net.UDPConn, error) {
+	network := "udp6"
+	if ap.Addr().Is4() {
+		network = "udp4"
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			if reuse {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			}
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	pc, err := lc.ListenPacket(context.Background(), network, ap.String())
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+// addSocket binds one more socket into d's group; its index is the
+// number of sockets before it.
+func (d *device) addSocket() (*groupSock, error) {
+	if len(d.socks) > MaxSlot {
+		return nil, fmt.Errorf("service: %s has %d sockets, the most", d.addr, len(d.socks))
+	}
+	c, err := listenUDP(d.addr, true)
+	if err != nil {
+		return nil, fmt.Errorf("service: %s: %w", d.addr, err)
+	}
+	gs := &groupSock{conn: c, index: uint32(len(d.socks))}
+	d.socks = append(d.socks, gs)
+	return gs, nil
+}
+
+// freeSocket returns a parked socket, emptied of what was queued for its
+// last process, or a new one.
+func (d *device) freeSocket() (*groupSock, error) {
+	for _, gs := range d.socks[1:] {
+		if gs.owner == nil {
+			gs.drain()
+			return gs, nil
+		}
+	}
+	return d.addSocket()
+}
+
+// drain discards what is queued on a parked socket.
+func (gs *groupSock) drain() {
+	buf := make([]byte, link.MaxDatagram)
+	gs.control(func(fd int) {
+		for range 1 << 16 {
+			if _, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); err != nil {
+				return
+			}
+		}
+	})
+}
+
+func (gs *groupSock) control(f func(fd int)) {
+	if rc, err := gs.conn.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { f(int(fd)) })
+	}
+}
+
+// steer compiles d's routing into the group's BPF program.
+func (d *device) steer() error {
+	st := &steering{bySlot: make(map[uint8]uint32), claims: make(map[uint64]uint32)}
+	for _, c := range d.clients {
+		st.bySlot[c.slot] = c.sock.index
+	}
+	if len(d.clients) > 0 {
+		st.oldest = d.clients[0].sock.index
+	}
+	for id, c := range d.claims {
+		st.claims[id] = c.sock.index
+	}
+	prog, err := st.program()
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	d.socks[0].control(func(fd int) {
+		err = unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fprog)
+	})
+	if err != nil {
+		return fmt.Errorf("service: %s: SO_ATTACH_REUSEPORT_CBPF: %w", d.addr, err)
+	}
+	return nil
+}
+
+// drainUnrouted reads the service's own socket: packets for no process,
+// counted and dropped.
+func (s *Server) drainUnrouted(d *device, c *net.UDPConn) {
+	defer s.wg.Done()
+	buf := make([]byte, link.MaxDatagram)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		d.unrouted.Add(1)
+	}
+}
+
+func (d *device) close() {
+	for _, gs := range d.socks {
+		gs.conn.Close()
 	}
 }
 
 // detach forgets a client: its slot goes into quarantine, its claims are
-// released, and its address's port closes with its last client.
+// released, its socket is parked, and the address's sockets close with its
+// last client.
 func (s *Server) detach(cl *client) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl.gone.Store(true)
 	d := cl.dev
 	i := 0
 	for _, o := range d.clients {
@@ -352,29 +471,25 @@ func (s *Server) detach(cl *client) {
 			delete(d.claims, id)
 		}
 	}
-	delete(s.sessions, cl.session)
-	if !s.closed {
-		// A service that stops leaves the slots attached in its state
-		// file, reserved for their processes to attach again.
-		d.slots.give(s.cfg.Now(), cl.slot)
+	cl.sock.owner = nil
+	if s.closed {
+		return // the slots stay attached in the state file
 	}
-	d.publish()
-	if dc := cl.data.Load(); dc != nil {
-		dc.c.Close()
+	d.slots.give(s.cfg.Now(), cl.slot)
+	if err := d.steer(); err != nil {
+		s.log.Error("service: cannot steer", "addr", d.addr, "err", err)
 	}
 	s.log.Info("service: detached", "addr", d.addr, "slot", cl.slot, "pid", cl.pid)
 	s.closeIfIdle(d)
-	if !s.closed {
-		s.saveLocked()
-	}
+	s.saveLocked()
 }
 
-// closeIfIdle closes d's port when no client is left.
+// closeIfIdle closes d's sockets when no client is left.
 func (s *Server) closeIfIdle(d *device) {
 	if len(d.clients) == 0 && s.devs[d.addr] == d {
 		delete(s.devs, d.addr)
-		d.link.Close()
-		s.log.Info("service: stopped receiving", "addr", d.addr)
+		d.close()
+		s.log.Info("service: stopped steering", "addr", d.addr)
 	}
 }
 
@@ -383,12 +498,15 @@ func (s *Server) claim(cl *client, id uint64) reply {
 	defer s.mu.Unlock()
 	d := cl.dev
 	if o := d.claims[id]; o != nil && o != cl {
-		return newReply(statusBusy, cl.slot, 0, 0, fmt.Sprintf("service ID %#x is in use by process %d", id, o.pid))
+		return newReply(statusBusy, cl.slot, 0, fmt.Sprintf("service ID %#x is in use by process %d", id, o.pid))
 	}
 	d.claims[id] = cl
-	d.publish()
+	if err := d.steer(); err != nil {
+		delete(d.claims, id)
+		return newReply(statusError, cl.slot, 0, err.Error())
+	}
 	s.log.Info("service: listen", "addr", d.addr, "service_id", fmt.Sprintf("%#x", id), "slot", cl.slot, "pid", cl.pid)
-	return newReply(statusOK, cl.slot, 0, 0, "")
+	return newReply(statusOK, cl.slot, 0, "")
 }
 
 func (s *Server) release(cl *client, id uint64) {
@@ -396,23 +514,10 @@ func (s *Server) release(cl *client, id uint64) {
 	defer s.mu.Unlock()
 	if cl.dev.claims[id] == cl {
 		delete(cl.dev.claims, id)
-		cl.dev.publish()
+		if err := cl.dev.steer(); err != nil {
+			s.log.Error("service: cannot steer", "addr", cl.dev.addr, "err", err)
+		}
 	}
-}
-
-// publish rebuilds d's routing table; the Server's mu is held.
-func (d *device) publish() {
-	t := &routeTable{claims: make(map[uint64]*client, len(d.claims))}
-	for _, c := range d.clients {
-		t.bySlot[c.slot] = c
-	}
-	if len(d.clients) > 0 {
-		t.oldest = d.clients[0]
-	}
-	for id, c := range d.claims {
-		t.claims[id] = c
-	}
-	d.table.Store(t)
 }
 
 // saveLocked writes the slot tables to the state file.
@@ -431,141 +536,21 @@ func (s *Server) saveLocked() {
 	}
 }
 
-// receive reads d's port and forwards every datagram to its process.
-func (s *Server) receive(d *device) {
-	defer s.wg.Done()
-	batch := make([]link.Datagram, d.link.MaxBatch())
-	bufs := make([][]byte, len(batch))
-	for i := range bufs {
-		bufs[i] = make([]byte, link.MaxDatagram)
-	}
-	var f forwarder
-	for {
-		for i := range batch {
-			batch[i].Buf = bufs[i]
-		}
-		n, err := d.link.Receive(batch)
-		for _, dg := range batch[:n] {
-			f.forward(d, dg)
-		}
-		if err != nil {
-			if !errors.Is(err, link.ErrClosed) {
-				s.log.Error("service: receive failed", "addr", d.addr, "err", err)
-			}
-			return
-		}
-	}
-}
-
-// forwarder holds the receive goroutine's scratch header.
-type forwarder struct {
-	hdr [packetHdrLen]byte
-	msg vecMsg
-}
-
-// forward sends one received datagram, or each run of a GRO-coalesced
-// one that goes to one process, to its process.
-func (f *forwarder) forward(d *device, dg link.Datagram) {
-	t := d.table.Load()
-	seg := dg.SegSize
-	if seg <= 0 || seg >= len(dg.Buf) {
-		f.send(d, t, dg.Src, d.lookup(t, route(dg.Buf)), dg.Buf, 0)
-		return
-	}
-	// A run of segments: forward each stretch of consecutive segments
-	// bound for one process as one message.
-	start, to := 0, d.lookup(t, route(dg.Buf[:seg]))
-	for off := seg; off < len(dg.Buf); off += seg {
-		next := d.lookup(t, route(dg.Buf[off:min(off+seg, len(dg.Buf))]))
-		if next != to {
-			f.send(d, t, dg.Src, to, dg.Buf[start:off], seg)
-			start, to = off, next
-		}
-	}
-	f.send(d, t, dg.Src, to, dg.Buf[start:], seg)
-}
-
-// lookup finds the client a destination names, or nil.
-func (d *device) lookup(t *routeTable, to dest) *client {
-	switch to.kind {
-	case destSlot:
-		return t.bySlot[to.slot]
-	case destListener:
-		if c := t.claims[to.serviceID]; c != nil {
-			return c
-		}
-		return t.oldest // its CM rejects: nobody listens
-	case destAny:
-		return t.oldest
-	}
-	return nil
-}
-
-// send writes one message to cl's data connection without waiting: a
-// client that cannot take it now loses it, as a full receive queue would.
-func (f *forwarder) send(d *device, t *routeTable, src netip.AddrPort, cl *client, p []byte, seg int) {
-	if cl == nil {
-		d.unrouted.Add(1)
-		return
-	}
-	dc := cl.data.Load()
-	if dc == nil || cl.gone.Load() {
-		d.dropped.Add(1)
-		return
-	}
-	if seg >= len(p) {
-		seg = 0
-	}
-	putPacketHdr(f.hdr[:], src, seg)
-	var err error
-	werr := dc.rc.Write(func(fd uintptr) bool {
-		_, err = f.msg.send(fd, f.hdr[:], p, unix.MSG_DONTWAIT)
-		return true
-	})
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
-		d.dropped.Add(1)
-		if !errors.Is(err, unix.EAGAIN) {
-			cl.gone.Store(true)
-		}
-		return
-	}
-	d.forwarded.Add(1)
-}
-
-// setSendBuffer asks for n bytes of send buffer on c, forcing it past
-// net.core.wmem_max where the process may.
-func setSendBuffer(c *net.UnixConn, n int) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	rc.Control(func(fd uintptr) {
-		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n) != nil {
-			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, n)
-		}
-	})
-}
-
 // AddressStats are one address's counters.
 type AddressStats struct {
-	Addr      netip.AddrPort
-	Clients   int
-	Forwarded uint64 // messages handed to a process
-	Dropped   uint64 // for a process that was gone or too slow
-	Unrouted  uint64 // for no process (a free slot, QP0, malformed)
+	Addr     netip.AddrPort
+	Clients  int
+	Sockets  int    // in the reuseport group, the service's own included
+	Unrouted uint64 // packets for no process (a free slot, QP0, malformed)
 }
 
-// Stats returns the counters of each address the service receives on.
+// Stats returns the counters of each address the service steers.
 func (s *Server) Stats() []AddressStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []AddressStats
 	for _, d := range s.devs {
-		out = append(out, AddressStats{Addr: d.addr, Clients: len(d.clients),
-			Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Unrouted: d.unrouted.Load()})
+		out = append(out, AddressStats{Addr: d.addr, Clients: len(d.clients), Sockets: len(d.socks), Unrouted: d.unrouted.Load()})
 	}
 	return out
 }
