@@ -256,9 +256,21 @@ func (s *Server) attach(c *net.UnixConn, req attachReq) (*client, reply) {
 		ap = netip.AddrPortFrom(ap.Addr(), link.RoCEPort)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	d := s.devs[ap]
+	s.mu.Unlock()
 	if d == nil {
+		// Not under mu: the wait may be long, and other addresses'
+		// clients come and go meanwhile.
+		if err := waitPortFree(ap); err != nil {
+			return nil, newReply(statusError, 0, 0, err.Error())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, newReply(statusError, 0, 0, "the service is stopping")
+	}
+	if d = s.devs[ap]; d == nil {
 		t := s.tables[ap]
 		if t == nil {
 			t = newSlotTable(s.cfg.Quarantine)
@@ -293,23 +305,27 @@ func (s *Server) attach(c *net.UnixConn, req attachReq) (*client, reply) {
 	return cl, newReply(statusOK, slot, addressGUID(ap), "")
 }
 
-// newDevice starts steering ap: it waits for the address's port to be
-// free (the sockets a previous service handed out close as their
-// processes notice it is gone), then opens the group's first socket, the
-// service's own, which receives what no process owns.
-func (s *Server) newDevice(ap netip.AddrPort, t *slotTable) (*device, error) {
+// waitPortFree waits, up to portWait, until nothing holds ap's port: the
+// sockets a previous service handed out close as their processes notice it
+// is gone, and a new group must not join the old one.
+func waitPortFree(ap netip.AddrPort) error {
 	deadline := time.Now().Add(portWait)
 	for {
 		probe, err := listenUDP(ap, false)
 		if err == nil {
-			probe.Close()
-			break
+			return probe.Close()
 		}
 		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("service: %s: %w (if a previous service's processes still hold it, they let go when they notice it is gone)", ap, err)
+			return fmt.Errorf("service: %s: %w (a process running the device itself, or one a previous service served that has not noticed it is gone)", ap, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// newDevice starts steering ap (whose port waitPortFree found free): it
+// opens the group's first socket, the service's own, which receives what
+// no process owns.
+func (s *Server) newDevice(ap netip.AddrPort, t *slotTable) (*device, error) {
 	d := &device{addr: ap, slots: t, claims: make(map[uint64]*client)}
 	if _, err := d.addSocket(); err != nil {
 		return nil, err
