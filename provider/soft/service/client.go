@@ -78,10 +78,11 @@ type Client struct {
 
 	// mu guards the control connection, the link and up, which is
 	// closed when a link is there (and replaced when it goes), and the
-	// claims.
+	// claims. fast is the link too, for the receive paths' reads.
 	mu     sync.Mutex
 	ctrl   *net.UnixConn
 	link   *link.UDP
+	fast   atomic.Pointer[link.UDP]
 	up     chan struct{}
 	claims map[uint64]struct{}
 	// ctrlMu serializes control requests; replies come from the reader
@@ -204,6 +205,7 @@ func (c *Client) install(ctrl *net.UnixConn, l *link.UDP, slot uint8) {
 	replies := make(chan reply, 1)
 	c.mu.Lock()
 	c.ctrl, c.link, c.replies = ctrl, l, replies
+	c.fast.Store(l)
 	close(c.up)
 	c.mu.Unlock()
 	go c.readControl(ctrl, replies)
@@ -240,6 +242,7 @@ func (c *Client) lost(ctrl *net.UnixConn, err error) {
 	}
 	l := c.link
 	c.ctrl, c.link, c.up = nil, nil, make(chan struct{})
+	c.fast.Store(nil)
 	c.mu.Unlock()
 	ctrl.Close()
 	if l != nil {
@@ -377,22 +380,27 @@ func (c *Client) MaxBatch() int { return c.send.MaxBatch() }
 // the service is gone it waits for the next one; it returns
 // link.ErrClosed only after Close.
 func (c *Client) Receive(batch []link.Datagram) (int, error) {
-	return c.receive(func(l *link.UDP) (int, error) { return l.Receive(batch) })
+	return c.receive(nil, batch)
 }
 
 // ReceiveLocked is Receive through the socket's ReceiveLocked
 // (link.Poller).
 func (c *Client) ReceiveLocked(mu sync.Locker, batch []link.Datagram) (int, error) {
-	return c.receive(func(l *link.UDP) (int, error) { return l.ReceiveLocked(mu, batch) })
+	return c.receive(mu, batch)
 }
 
-func (c *Client) receive(recv func(*link.UDP) (int, error)) (int, error) {
+// receive is Receive (mu nil) or ReceiveLocked over the current socket.
+func (c *Client) receive(mu sync.Locker, batch []link.Datagram) (int, error) {
 	for {
 		if c.closed.Load() {
 			return 0, link.ErrClosed
 		}
-		l, up := c.current()
+		l := c.fast.Load()
 		if l == nil {
+			var up chan struct{}
+			if l, up = c.current(); l != nil {
+				continue
+			}
 			select {
 			case <-up:
 			case <-c.done:
@@ -400,7 +408,13 @@ func (c *Client) receive(recv func(*link.UDP) (int, error)) (int, error) {
 			}
 			continue
 		}
-		n, err := recv(l)
+		var n int
+		var err error
+		if mu == nil {
+			n, err = l.Receive(batch)
+		} else {
+			n, err = l.ReceiveLocked(mu, batch)
+		}
 		if n > 0 || err == nil {
 			return n, err
 		}
@@ -413,7 +427,7 @@ func (c *Client) TryReceive(batch []link.Datagram) (int, error) {
 	if c.closed.Load() {
 		return 0, link.ErrClosed
 	}
-	l, _ := c.current()
+	l := c.fast.Load()
 	if l == nil {
 		return 0, nil
 	}
@@ -423,7 +437,7 @@ func (c *Client) TryReceive(batch []link.Datagram) (int, error) {
 
 // SetQuiet passes the device's polling state to the socket (link.Poller).
 func (c *Client) SetQuiet(on bool) {
-	if l, _ := c.current(); l != nil {
+	if l := c.fast.Load(); l != nil {
 		l.SetQuiet(on)
 	}
 }
@@ -438,6 +452,7 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	ctrl, l := c.ctrl, c.link
 	c.ctrl, c.link = nil, nil
+	c.fast.Store(nil)
 	c.mu.Unlock()
 	if ctrl != nil {
 		ctrl.Close()
