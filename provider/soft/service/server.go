@@ -350,10 +350,6 @@ func listenUDP(ap netip.AddrPort, reuse bool) (*net.UDPConn, error) {
 		if err := c.Control(func(fd uintptr) {
 			if reuse {
 				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-				// GRO on every socket of the group: the GRO layer
-				// picks one by hash, not by the program, to decide
-				// whether to coalesce.
-				unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
 			}
 		}); err != nil {
 			return err
