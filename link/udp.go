@@ -245,11 +245,11 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 	}
 	u := &UDP{
 		sendOnly: opts.SendOnly,
-		local:  netip.AddrPortFrom(addr, port),
-		is4:    addr.Is4(),
-		log:    opts.Logger,
-		maxSrc: opts.MaxSourcePorts,
-		failed: make(map[uint16]struct{}),
+		local:    netip.AddrPortFrom(addr, port),
+		is4:      addr.Is4(),
+		log:      opts.Logger,
+		maxSrc:   opts.MaxSourcePorts,
+		failed:   make(map[uint16]struct{}),
 	}
 	if u.log == nil {
 		u.log = slog.Default()

@@ -52,4 +52,3 @@ func (c *cli) service(ctx context.Context, args []string) int {
 		return 0
 	}
 }
-

@@ -65,12 +65,12 @@ type AttachOptions struct {
 // service: the source ports QPs chose stay valid when the service comes
 // back. It also claims the CM's service IDs (ibcm.ServiceClaims).
 type Client struct {
-	path     string
-	addr     netip.AddrPort
-	opts     AttachOptions
-	log      *slog.Logger
-	guid     uint64
-	send     *link.UDP
+	path string
+	addr netip.AddrPort
+	opts AttachOptions
+	log  *slog.Logger
+	guid uint64
+	send *link.UDP
 
 	slot   atomic.Uint32
 	closed atomic.Bool

@@ -64,7 +64,9 @@ type Config struct {
 type Server struct{}
 
 // Listen fails: the host service runs on Linux only.
-func Listen(Config) (*Server, error) { return nil, errors.New("service: the host service runs on Linux only") }
+func Listen(Config) (*Server, error) {
+	return nil, errors.New("service: the host service runs on Linux only")
+}
 
 // Addr returns "".
 func (*Server) Addr() string { return "" }

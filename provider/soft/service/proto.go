@@ -131,10 +131,10 @@ func newReply(status, slot uint8, guid uint64, text string) reply {
 	return append(m, text...)
 }
 
-func (m reply) status() uint8   { return m[1] }
-func (m reply) slot() uint8     { return m[2] }
-func (m reply) guid() uint64    { return binary.BigEndian.Uint64(m[16:]) }
-func (m reply) text() string    { return string(m[replyLen:]) }
+func (m reply) status() uint8 { return m[1] }
+func (m reply) slot() uint8   { return m[2] }
+func (m reply) guid() uint64  { return binary.BigEndian.Uint64(m[16:]) }
+func (m reply) text() string  { return string(m[replyLen:]) }
 
 // idMsg is a message carrying a service ID (kindClaim, kindRelease).
 //
