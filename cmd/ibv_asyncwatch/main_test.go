@@ -5,35 +5,16 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
-// syncBuffer is a bytes.Buffer that a watcher goroutine writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls buf until it holds want, for at most 10 s.
-func waitFor(t *testing.T, buf *syncBuffer, want string) {
+func waitFor(t *testing.T, buf *clitest.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(buf.String(), want) {
@@ -82,7 +63,7 @@ func TestStartAndStop(t *testing.T) {
 	dev := testdev.Device(t, "aw").Device().Name()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out syncBuffer
+	var out clitest.Buffer
 	var errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"ibv_asyncwatch", "-d", dev}, &out, &errb) }()
@@ -148,7 +129,7 @@ func TestQPAccessError(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out syncBuffer
+	var out clitest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- watch(ctx, vc, &out) }()
 

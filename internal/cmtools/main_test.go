@@ -2,7 +2,6 @@ package cmtools
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
@@ -77,7 +77,7 @@ func runChild(name string) int {
 // proc is a tool running as a child process.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr clitest.Buffer
 	events         chan string // the lines of eventsFD; closed at EOF
 	done           chan struct{}
 	err            error
@@ -215,27 +215,9 @@ func openDevice(t *testing.T) netip.Addr {
 // take them, and each test's tools are gone before the next starts.
 var portSeq atomic.Int32
 
-// syncBuffer is a bytes.Buffer safe for a tool's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // inproc is a tool running in this process.
 type inproc struct {
-	stdout, stderr syncBuffer
+	stdout, stderr clitest.Buffer
 	code           int
 	done           chan struct{}
 	cancel         context.CancelFunc

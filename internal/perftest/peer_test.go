@@ -1,32 +1,14 @@
 package perftest
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a tool writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // TestPeerExitEndsRun kills one side of a running latency test (its
 // context ends, which closes its side channel and its QP, as a killed
@@ -50,7 +32,7 @@ func TestPeerExitEndsRun(t *testing.T) {
 			defer cliCancel()
 			args := []string{"-D", "30", "-s", "8"}
 			ready := make(chan string, 1)
-			var so, se, co, ce syncBuffer
+			var so, se, co, ce clitest.Buffer
 			codes := make(chan [2]int, 2)
 			go func() {
 				code := Run(srvCtx, c.tt, c.tt.Name(), append([]string{"-d", d1, "-p", "0"}, args...), &so, &se,
@@ -114,7 +96,7 @@ func TestPeerExitEndsRun(t *testing.T) {
 			// first (7 timeouts of 67 ms), both name the side that went.
 			if !strings.Contains(msg, "The "+c.killed+" exited during the test") && !strings.Contains(msg, "the peer closed the connection") &&
 				!strings.Contains(msg, "The "+c.killed+" stopped answering") {
-				t.Errorf("the surviving side does not say the %s went away:\n%s\n--- stdout\n%s", c.killed, msg, map[bool]*syncBuffer{true: &so, false: &co}[c.killed == "client"].String())
+				t.Errorf("the surviving side does not say the %s went away:\n%s\n--- stdout\n%s", c.killed, msg, map[bool]*clitest.Buffer{true: &so, false: &co}[c.killed == "client"].String())
 			}
 		})
 	}

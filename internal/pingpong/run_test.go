@@ -1,7 +1,6 @@
 package pingpong
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
@@ -40,7 +40,7 @@ func runPairErrs(t *testing.T, kind Kind, mod func(*Config)) (outs [2]string, er
 	// Both sides use one device of their own, on an address no other
 	// test process uses; it stays open until the test ends.
 	dev := testdev.Device(t, "pp").Device().Name()
-	var bufs [2]syncBuffer
+	var bufs [2]clitest.Buffer
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 2 {
@@ -71,25 +71,6 @@ func runPairErrs(t *testing.T, kind Kind, mod func(*Config)) (outs [2]string, er
 			10*time.Second, bufs[0].String(), bufs[1].String())
 	}
 	return [2]string{bufs[0].String(), bufs[1].String()}, errs
-}
-
-// syncBuffer is a bytes.Buffer that the test may read while a side that
-// overran its deadline still writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -90,4 +91,23 @@ func Run(t *testing.T, bin string, env []string, args ...string) (string, string
 	}
 	t.Fatalf("run %s: %v", bin, err)
 	return "", "", -1
+}
+
+// Buffer is a bytes.Buffer that a process or goroutine writes while the
+// test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
