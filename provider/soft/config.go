@@ -67,10 +67,23 @@ type Device struct {
 // portDown marks the port down and gives every open context a PORT_ERR
 // event.
 func (d *Device) portDown() {
+	d.setPort(true, func(r *softdev.Device) { r.Host().LinkDowned() }, provider.EventPortErr)
+}
+
+// portUp brings the port back after the host service came back, with the
+// slot it gave this process, and gives every open context a PORT_ACTIVE
+// event.
+func (d *Device) portUp(slot uint8) {
+	d.setPort(false, func(r *softdev.Device) { r.SetSlot(slot) }, provider.EventPortActive)
+}
+
+// setPort sets the port's state, calls f with the running device, and
+// gives every open context the event ev.
+func (d *Device) setPort(down bool, f func(*softdev.Device), ev provider.EventType) {
 	d.mu.Lock()
-	d.down = true
+	d.down = down
 	if d.run != nil {
-		d.run.Host().LinkDowned()
+		f(d.run)
 	}
 	ctxs := make([]*Context, 0, len(d.ctxs))
 	for c := range d.ctxs {
@@ -78,7 +91,7 @@ func (d *Device) portDown() {
 	}
 	d.mu.Unlock()
 	for _, c := range ctxs {
-		c.event(provider.AsyncEvent{Type: provider.EventPortErr, Port: 1})
+		c.event(provider.AsyncEvent{Type: ev, Port: 1})
 	}
 }
 
@@ -454,25 +467,6 @@ func (d *Device) attach(opts softdev.Options) (*softdev.Device, error) {
 	}
 	opts.GUID, opts.Slot, opts.Claims = cl.GUID(), cl.Slot(), cl
 	return softdev.Start(cl, opts), nil
-}
-
-// portUp brings the port back after the host service came back, with the
-// slot it gave this process, and gives every open context a PORT_ACTIVE
-// event.
-func (d *Device) portUp(slot uint8) {
-	d.mu.Lock()
-	d.down = false
-	if d.run != nil {
-		d.run.SetSlot(slot)
-	}
-	ctxs := make([]*Context, 0, len(d.ctxs))
-	for c := range d.ctxs {
-		ctxs = append(ctxs, c)
-	}
-	d.mu.Unlock()
-	for _, c := range ctxs {
-		c.event(provider.AsyncEvent{Type: provider.EventPortActive, Port: 1})
-	}
 }
 
 func (d *Device) release() error {

@@ -5,6 +5,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -154,14 +155,20 @@ func TestForwardBySlot(t *testing.T) {
 	}
 	// The service counts the packet for no process when it reads it from
 	// its own socket, which may lag the others' receives by a moment.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, func() bool {
 		st := srv.Stats()
-		if len(st) == 1 && st[0].Clients == 2 && st[0].Sockets == 3 && st[0].Unrouted == 1 {
-			break
-		}
+		return len(st) == 1 && st[0].Clients == 2 && st[0].Sockets == 3 && st[0].Unrouted == 1
+	}, func() string { return fmt.Sprintf("stats %+v", srv.Stats()) })
+}
+
+// eventually polls cond every 5 ms for up to 10 s, then fails with what
+// why says.
+func eventually(t *testing.T, cond func() bool, why func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v", st)
+			t.Fatal(why())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -189,17 +196,9 @@ func TestClaims(t *testing.T) {
 	}
 	b.Close()
 	// b's claims go with it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := a.Claim(id)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim after the owner closed: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var err error
+	eventually(t, func() bool { err = a.Claim(id); return err == nil },
+		func() string { return fmt.Sprintf("claim after the owner closed: %v", err) })
 }
 
 // TestQuarantine: the slot of a client that went is not given to the next.
