@@ -79,9 +79,13 @@ type device struct {
 // groupSock is one socket of an address's reuseport group. The service
 // holds every one for as long as the address is in use, so that no socket
 // leaves the group and the indices stay put; a dead process's socket is
-// parked (routed nothing) until another process takes it.
+// parked (routed nothing) until another process takes it. The service
+// reads only its own socket (conn, index 0); the others it holds as bare
+// descriptors, outside its poller, so that packets for its clients never
+// wake it.
 type groupSock struct {
-	conn  *net.UDPConn
+	conn  *net.UDPConn // index 0 only
+	fd    int          // the others
 	index uint32
 	owner *client // nil: the service's own, or parked
 }
@@ -373,7 +377,22 @@ func (d *device) addSocket() (*groupSock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: %s: %w", d.addr, err)
 	}
-	gs := &groupSock{conn: c, index: uint32(len(d.socks))}
+	gs := &groupSock{conn: c, fd: -1, index: uint32(len(d.socks))}
+	if gs.index > 0 {
+		// Keep a descriptor of the socket and let go of the conn, which
+		// takes it out of the runtime's poller.
+		var derr error
+		if rc, err := c.SyscallConn(); err != nil {
+			derr = err
+		} else if cerr := rc.Control(func(fd uintptr) { gs.fd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
+			derr = cerr
+		}
+		c.Close()
+		if derr != nil {
+			return nil, fmt.Errorf("service: %s: %w", d.addr, derr)
+		}
+		gs.conn = nil
+	}
 	d.socks = append(d.socks, gs)
 	return gs, nil
 }
@@ -403,7 +422,9 @@ func (gs *groupSock) drain() {
 }
 
 func (gs *groupSock) control(f func(fd int)) {
-	if rc, err := gs.conn.SyscallConn(); err == nil {
+	if gs.conn == nil {
+		f(gs.fd)
+	} else if rc, err := gs.conn.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { f(int(fd)) })
 	}
 }
@@ -460,7 +481,11 @@ func (s *Server) drainUnrouted(d *device, c *net.UDPConn) {
 
 func (d *device) close() {
 	for _, gs := range d.socks {
-		gs.conn.Close()
+		if gs.conn != nil {
+			gs.conn.Close()
+		} else {
+			unix.Close(gs.fd)
+		}
 	}
 }
 
