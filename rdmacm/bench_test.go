@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/rdmacm"
 )
 
@@ -239,11 +240,7 @@ func BenchmarkConnect(b *testing.B) {
 
 	conns := float64(b.N) * float64(m)
 	rateRC, rateTCP := conns/tRC.Seconds(), conns/tTCP.Seconds()
-	slices.Sort(ratios)
-	ratio := ratios[len(ratios)/2]
-	if len(ratios)%2 == 0 {
-		ratio = (ratio + ratios[len(ratios)/2-1]) / 2
-	}
+	ratio := workload.Median(ratios)
 	b.ReportMetric(rateRC, "conns/s-rdmacm")
 	b.ReportMetric(rateTCP, "conns/s-tcp")
 	b.ReportMetric(ratio, "ratio")
@@ -251,7 +248,7 @@ func BenchmarkConnect(b *testing.B) {
 	b.ReportMetric(float64(cTCP.Microseconds())/conns, "close-us/conn-tcp")
 	b.Logf("%d connections each: rdmacm %.0f/s (set-up %v, close %v), TCP %.0f/s (set-up %v, close %v); ratio %.2f (segments %.2f–%.2f)",
 		m, rateRC, tRC.Round(time.Millisecond), cRC.Round(time.Millisecond), rateTCP, tTCP.Round(time.Millisecond),
-		cTCP.Round(time.Millisecond), ratio, ratios[0], ratios[len(ratios)-1])
+		cTCP.Round(time.Millisecond), ratio, slices.Min(ratios), slices.Max(ratios))
 	if ratio < connectMinRatio {
 		b.Errorf("rdmacm sets up connections at %.2f× TCP's rate, target ≥ %.1f×", ratio, connectMinRatio)
 	}

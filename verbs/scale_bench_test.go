@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
 )
@@ -280,14 +281,7 @@ func BenchmarkQPScale(b *testing.B) {
 
 	writes := float64(b.N) * float64(round)
 	rateAll, rateBase := writes/tAll.Seconds(), writes/tBase.Seconds()
-	// The median of the segments' ratios: a burst of load from other
-	// processes on the machine skews the one or two segments it hits,
-	// not the figure.
-	slices.Sort(ratios)
-	ratio := ratios[len(ratios)/2]
-	if len(ratios)%2 == 0 {
-		ratio = (ratio + ratios[len(ratios)/2-1]) / 2
-	}
+	ratio := workload.Median(ratios)
 	b.ReportMetric(heapPerQP, "B/qp")
 	b.ReportMetric(heapPerQPAfter, "B/qp-after")
 	b.ReportMetric(rateAll, "writes/s-all")
@@ -302,7 +296,7 @@ func BenchmarkQPScale(b *testing.B) {
 		b.ReportMetric(float64(retrans-retrans0)/(2*writes), "retrans/write")
 	}
 	b.Logf("%d pairs: %.0f B/qp connected, %.0f B/qp after traffic; %.0f writes/s over all, %.0f over %d; ratio %.2f (segments %.2f–%.2f); packets per write %.2f and %.2f; %d retransmissions",
-		n, heapPerQP, heapPerQPAfter, rateAll, rateBase, base, ratio, ratios[0], ratios[len(ratios)-1],
+		n, heapPerQP, heapPerQPAfter, rateAll, rateBase, base, ratio, slices.Min(ratios), slices.Max(ratios),
 		float64(pktsAll)/writes, float64(pktsBase)/writes, retrans-retrans0)
 	// The guards. Below scaleGuardQPs pairs the devices' tables (grown
 	// in steps) and first allocations weigh more per QP, so the heap per

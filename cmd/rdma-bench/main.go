@@ -29,7 +29,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -233,25 +232,10 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 	}
 	for i := range rep.Scenarios {
 		f := &rep.Scenarios[i]
-		f.Median = Medians{RDMA: median(f.RDMA), TCP: median(f.TCPs), Ratio: median(f.Ratios)}
+		f.Median = Medians{RDMA: workload.Median(f.RDMA), TCP: workload.Median(f.TCPs), Ratio: workload.Median(f.Ratios)}
 		f.RatioMin, f.RatioMax = slices.Min(f.Ratios), slices.Max(f.Ratios)
 	}
 	return nil
-}
-
-// median returns the median of v (the mean of the middle two for an even
-// count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.SortFunc(s, cmp.Compare)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // printTable prints the report as a table: medians, and the ratios'

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/version"
 )
@@ -36,25 +37,6 @@ func TestMain(m *testing.M) {
 // wantNames are the scenarios' names: the JSON carries them, so they stay.
 var wantNames = []string{"write-64k", "send-64k", "read-64k", "send-lat", "write-lat",
 	"write-rate-1qp", "write-rate-2qp", "write-rate-4qp", "write-rate-8qp"}
-
-// lockedBuffer is a bytes.Buffer safe for the peer's stderr copier and
-// the test to share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // checkReport checks the structure of a report of runs rounds over procs
 // processes, with at least ops operations measured per run.
@@ -82,7 +64,7 @@ func checkReport(t *testing.T, r Report, procs, runs, ops int) {
 			}
 		}
 		m := s.Median
-		if m.RDMA != median(s.RDMA) || m.TCP != median(s.TCPs) || m.Ratio != median(s.Ratios) ||
+		if m.RDMA != workload.Median(s.RDMA) || m.TCP != workload.Median(s.TCPs) || m.Ratio != workload.Median(s.Ratios) ||
 			s.RatioMin != slices.Min(s.Ratios) || s.RatioMax != slices.Max(s.Ratios) || m.Ratio < s.RatioMin || m.Ratio > s.RatioMax {
 			t.Errorf("%s: medians or range wrong: %+v", s.Name, s)
 		}
@@ -191,7 +173,7 @@ func waitGone(pid int, d time.Duration) bool {
 func runBounded(t *testing.T, limit time.Duration, args []string, h hooks) (int, string, string) {
 	t.Helper()
 	var o bytes.Buffer
-	e := &lockedBuffer{}
+	e := &clitest.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- runWith(args, &o, e, h) }()
 	select {
@@ -337,7 +319,7 @@ func TestPeerExitsOnEOF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr clitest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -432,7 +414,7 @@ func TestPeerDiesWithParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr clitest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

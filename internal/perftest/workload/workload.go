@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -426,3 +427,20 @@ func waitByte(ctx context.Context, buf []byte, off int, want byte, poll func() e
 //go:norace
 //go:noinline
 func loadByte(b []byte, i int) byte { return b[i] }
+
+// Median returns the median of v (the mean of the middle two for an even
+// count; 0 for none), leaving v as it is. Benchmarks report the median of
+// per-round ratios: a burst of load from other processes skews the rounds
+// it hits, not the figure.
+func Median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
