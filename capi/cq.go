@@ -1,0 +1,244 @@
+//go:build cgo && linux
+
+package main
+
+// #include <stdlib.h>
+// #include <unistd.h>
+// #include <pthread.h>
+// #include "capi.h"
+// void rgo_cq_wait_acked(struct ibv_cq *cq, uint32_t comp, uint32_t async);
+import "C"
+
+import (
+	"context"
+	"runtime/cgo"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/rdma-go/rdma-go/verbs"
+)
+
+// chanState is the Go side of a struct ibv_comp_channel: a goroutine moves
+// the channel's events to its fd, one count per event, and
+// ibv_get_cq_event takes them in order.
+type chanState struct {
+	ch  *verbs.CompChannel
+	ctx *ctxState
+	c   *C.struct_rgo_comp_channel
+
+	mu   sync.Mutex
+	q    []*cqState
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// cqState is the Go side of a struct ibv_cq.
+type cqState struct {
+	cq  *verbs.CQ
+	ctx *ctxState
+	ch  *chanState
+	c   *C.struct_rgo_cq
+
+	// Events delivered, which ibv_destroy_cq waits to see acknowledged
+	// (ctx.mu).
+	compEvents, asyncEvents uint32
+}
+
+func cqOf(c *C.struct_ibv_cq) *cqState {
+	return handleOf[*cqState]((*C.struct_rgo_cq)(unsafe.Pointer(c)).h)
+}
+
+func chanOf(c *C.struct_ibv_comp_channel) *chanState {
+	return handleOf[*chanState]((*C.struct_rgo_comp_channel)(unsafe.Pointer(c)).h)
+}
+
+//export rgo_ibv_create_comp_channel
+func rgo_ibv_create_comp_channel(c *C.struct_ibv_context) *C.struct_ibv_comp_channel {
+	s := ctxOf(c)
+	ch, err := s.ctx.CreateCompChannel()
+	if err != nil {
+		fail(err)
+		return nil
+	}
+	fd := C.rgo_eventfd()
+	if fd < 0 {
+		ch.Destroy()
+		fail(syscall.EMFILE)
+		return nil
+	}
+	cs := &chanState{ch: ch, ctx: s, done: make(chan struct{})}
+	cs.c = (*C.struct_rgo_comp_channel)(C.calloc(1, C.sizeof_struct_rgo_comp_channel))
+	cs.c.ch.context = c
+	cs.c.ch.fd = fd
+	cs.c.h = C.uintptr_t(cgo.NewHandle(cs))
+	var bg context.Context
+	bg, cs.stop = context.WithCancel(context.Background())
+	go cs.loop(bg)
+	return &cs.c.ch
+}
+
+func (cs *chanState) loop(bg context.Context) {
+	defer close(cs.done)
+	for {
+		vcq, err := cs.ch.GetEvent(bg)
+		if err != nil {
+			return
+		}
+		cs.ctx.mu.Lock()
+		q := cs.ctx.cqs[vcq]
+		if q != nil {
+			q.compEvents++
+		}
+		cs.ctx.mu.Unlock()
+		if q == nil {
+			continue
+		}
+		cs.mu.Lock()
+		cs.q = append(cs.q, q)
+		cs.mu.Unlock()
+		C.rgo_eventfd_post(cs.c.ch.fd)
+	}
+}
+
+//export rgo_pop_cq_event
+func rgo_pop_cq_event(c *C.struct_ibv_comp_channel) *C.struct_ibv_cq {
+	cs := chanOf(c)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.q) == 0 {
+		return nil
+	}
+	q := cs.q[0]
+	cs.q = cs.q[1:]
+	return &q.c.cq
+}
+
+//export rgo_ibv_destroy_comp_channel
+func rgo_ibv_destroy_comp_channel(c *C.struct_ibv_comp_channel) C.int {
+	cs := chanOf(c)
+	if err := cs.ch.Destroy(); err != nil {
+		return failNeg(err)
+	}
+	cs.stop()
+	<-cs.done
+	C.close(cs.c.ch.fd)
+	cgo.Handle(cs.c.h).Delete()
+	C.free(unsafe.Pointer(cs.c))
+	return 0
+}
+
+//export rgo_ibv_create_cq
+func rgo_ibv_create_cq(c *C.struct_ibv_context, cqe C.int, cqContext unsafe.Pointer, channel *C.struct_ibv_comp_channel, vector C.int) *C.struct_ibv_cq {
+	s := ctxOf(c)
+	if vector < 0 || vector >= c.num_comp_vectors {
+		fail(syscall.EINVAL)
+		return nil
+	}
+	var cs *chanState
+	var vch *verbs.CompChannel
+	if channel != nil {
+		cs = chanOf(channel)
+		vch = cs.ch
+	}
+	vcq, err := s.ctx.CreateCQ(int(cqe), vch)
+	if err != nil {
+		fail(err)
+		return nil
+	}
+	q := &cqState{cq: vcq, ctx: s, ch: cs}
+	q.c = (*C.struct_rgo_cq)(C.calloc(1, C.sizeof_struct_rgo_cq))
+	q.c.cq.context = c
+	q.c.cq.channel = channel
+	q.c.cq.cq_context = cqContext
+	q.c.cq.cqe = C.int(vcq.Cap())
+	q.c.cq.handle = C.uint32_t(nextHandle())
+	C.pthread_mutex_init(&q.c.cq.mutex, nil)
+	C.pthread_cond_init(&q.c.cq.cond, nil)
+	q.c.h = C.uintptr_t(cgo.NewHandle(q))
+	s.mu.Lock()
+	s.cqs[vcq] = q
+	s.mu.Unlock()
+	return &q.c.cq
+}
+
+//export rgo_ibv_resize_cq
+func rgo_ibv_resize_cq(c *C.struct_ibv_cq, cqe C.int) C.int {
+	q := cqOf(c)
+	if err := q.cq.Resize(int(cqe)); err != nil {
+		return errno(err)
+	}
+	c.cqe = C.int(q.cq.Cap())
+	return 0
+}
+
+//export rgo_ibv_destroy_cq
+func rgo_ibv_destroy_cq(c *C.struct_ibv_cq) C.int {
+	q := cqOf(c)
+	if err := q.cq.Destroy(); err != nil {
+		return errno(err)
+	}
+	q.ctx.mu.Lock()
+	delete(q.ctx.cqs, q.cq)
+	comp, async := q.compEvents, q.asyncEvents
+	q.ctx.mu.Unlock()
+	C.rgo_cq_wait_acked(c, C.uint32_t(comp), C.uint32_t(async))
+	C.pthread_cond_destroy(&c.cond)
+	C.pthread_mutex_destroy(&c.mutex)
+	cgo.Handle(q.c.h).Delete()
+	C.free(unsafe.Pointer(q.c))
+	return 0
+}
+
+//export rgo_req_notify_cq
+func rgo_req_notify_cq(c *C.struct_ibv_cq, solicitedOnly C.int) C.int {
+	return errno(cqOf(c).cq.ReqNotify(solicitedOnly != 0))
+}
+
+// pollBatch is how many completions one Poll call moves (on the stack).
+const pollBatch = 16
+
+//export rgo_poll_cq
+func rgo_poll_cq(c *C.struct_ibv_cq, n C.int, out *C.struct_ibv_wc) C.int {
+	q := cqOf(c)
+	dst := unsafe.Slice(out, max(int(n), 0))
+	var wcs [pollBatch]verbs.WC
+	got := 0
+	for got < len(dst) {
+		k, err := q.cq.Poll(wcs[:min(len(dst)-got, pollBatch)])
+		if err != nil {
+			if got > 0 {
+				break
+			}
+			return -errno(err)
+		}
+		for i := range k {
+			fillWC(&dst[got+i], &wcs[i])
+		}
+		got += k
+		if k < pollBatch {
+			break
+		}
+	}
+	return C.int(got)
+}
+
+func fillWC(o *C.struct_ibv_wc, w *verbs.WC) {
+	o.wr_id = C.uint64_t(w.WRID)
+	o.status = C.enum_ibv_wc_status(w.Status)
+	o.opcode = C.enum_ibv_wc_opcode(w.Opcode)
+	o.vendor_err = C.uint32_t(w.VendorErr)
+	o.byte_len = C.uint32_t(w.ByteLen)
+	imm := w.ImmData
+	if w.Flags&verbs.WCFlagWithImm != 0 {
+		imm = bswap32(imm) // __be32 imm_data; invalidated_rkey is host order
+	}
+	*(*uint32)(unsafe.Add(unsafe.Pointer(o), C.offsetof_wc_imm)) = imm
+	o.qp_num = C.uint32_t(w.QPNum)
+	o.src_qp = C.uint32_t(w.SrcQP)
+	o.wc_flags = C.uint(w.Flags)
+	o.pkey_index = C.uint16_t(w.PKeyIndex)
+	o.slid = C.uint16_t(w.SLID)
+	o.sl = C.uint8_t(w.SL)
+	o.dlid_path_bits = C.uint8_t(w.DLIDPathBits)
+}

@@ -1,0 +1,31 @@
+//go:build cgo && linux
+
+// Command capi is rdma-go's C face: built with -buildmode=c-shared into
+// librdmago.so.1, it implements libibverbs' and librdmacm's C API over the
+// verbs and rdmacm packages, so that unmodified C programs (rdma-core's
+// tools, perftest, pyverbs) run over the soft RoCE device.
+//
+// Programs load it through two thin libraries that carry the sonames and
+// symbol versions of rdma-core 44 — libibverbs.so.1 and librdmacm.so.1,
+// each a table of jumps into librdmago.so.1 (see symbols.txt and
+// build.sh) — so a process that uses both APIs holds one Go runtime.
+// Build all three with `make capi` (into build/capi/) and run a program
+// with LD_LIBRARY_PATH=build/capi.
+//
+// Every struct a program sees (struct ibv_context, ibv_qp, ...) is the
+// first member of a wrapper (capi.h) that also holds the cgo handle of its
+// Go state; the layouts come from the system's verbs.h at build time
+// (libibverbs-dev). The inline functions of verbs.h (ibv_post_send,
+// ibv_poll_cq, ibv_query_port, ibv_wr_*, ...) call through the op tables
+// that ops.c fills with this package's exported functions.
+//
+// The drop-in serves soft devices only: it is built without the kernel
+// provider, which would load the system's libibverbs.so.1 — the drop-in
+// itself, inside a program that uses it.
+package main
+
+// #cgo CFLAGS: -O2 -Wall
+// #include "capi.h"
+import "C"
+
+func main() {}

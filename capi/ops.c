@@ -1,0 +1,186 @@
+// C side of the drop-in: the ops tables programs call through (the inline
+// functions of verbs.h), event fds, errno, and the libibverbs functions
+// that need no device (strings, rates, sysfs files, fork).
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "capi.h"
+#include "_cgo_export.h"
+
+void rgo_set_errno(int e) { errno = e; }
+
+// Unimplemented extended verbs answer EOPNOTSUPP through the op table
+// slots that verbs.h checks for NULL; the compat slots old binaries could
+// reach all fail the same way.
+static void *compat_unsupported(void) { errno = EOPNOTSUPP; return NULL; }
+
+void rgo_init_context_ops(struct rgo_context *c) {
+	struct verbs_context *v = &c->vctx;
+	struct ibv_context_ops *o = &v->context.ops;
+	o->_compat_alloc_pd = compat_unsupported;
+	o->_compat_dealloc_pd = compat_unsupported;
+	o->_compat_reg_mr = compat_unsupported;
+	o->_compat_rereg_mr = compat_unsupported;
+	o->_compat_dereg_mr = compat_unsupported;
+	o->_compat_create_cq = compat_unsupported;
+	o->_compat_cq_event = compat_unsupported;
+	o->_compat_resize_cq = compat_unsupported;
+	o->_compat_destroy_cq = compat_unsupported;
+	o->_compat_create_srq = compat_unsupported;
+	o->_compat_modify_srq = compat_unsupported;
+	o->_compat_query_srq = compat_unsupported;
+	o->_compat_destroy_srq = compat_unsupported;
+	o->_compat_create_qp = compat_unsupported;
+	o->_compat_query_qp = compat_unsupported;
+	o->_compat_modify_qp = compat_unsupported;
+	o->_compat_destroy_qp = compat_unsupported;
+	o->_compat_create_ah = compat_unsupported;
+	o->_compat_destroy_ah = compat_unsupported;
+	o->_compat_attach_mcast = compat_unsupported;
+	o->_compat_detach_mcast = compat_unsupported;
+	o->_compat_async_event = compat_unsupported;
+	o->_compat_query_device = rgo_ibv_query_device;
+	o->_compat_query_port = (void *)rgo_ibv_query_port;
+	o->alloc_mw = rgo_alloc_mw;
+	o->bind_mw = rgo_bind_mw;
+	o->dealloc_mw = rgo_dealloc_mw;
+	o->poll_cq = rgo_poll_cq;
+	o->req_notify_cq = rgo_req_notify_cq;
+	o->post_srq_recv = rgo_post_srq_recv;
+	o->post_send = rgo_post_send;
+	o->post_recv = rgo_post_recv;
+
+	v->query_port = rgo_query_port;
+	v->query_device_ex = (void *)rgo_query_device_ex;
+	v->create_qp_ex = rgo_create_qp_ex;
+	v->sz = sizeof(*v);
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+}
+
+void rgo_init_qp_ex_ops(struct rgo_qp *q) {
+	struct ibv_qp_ex *x = &q->qpx;
+	x->wr_atomic_cmp_swp = rgo_wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = rgo_wr_atomic_fetch_add;
+	x->wr_local_inv = rgo_wr_local_inv;
+	x->wr_rdma_read = rgo_wr_rdma_read;
+	x->wr_rdma_write = rgo_wr_rdma_write;
+	x->wr_rdma_write_imm = rgo_wr_rdma_write_imm;
+	x->wr_send = rgo_wr_send;
+	x->wr_send_imm = rgo_wr_send_imm;
+	x->wr_send_inv = rgo_wr_send_inv;
+	x->wr_set_ud_addr = rgo_wr_set_ud_addr;
+	x->wr_set_inline_data = rgo_wr_set_inline_data;
+	x->wr_set_inline_data_list = (void *)rgo_wr_set_inline_data_list;
+	x->wr_set_sge = rgo_wr_set_sge;
+	x->wr_set_sge_list = (void *)rgo_wr_set_sge_list;
+	x->wr_start = rgo_wr_start;
+	x->wr_complete = rgo_wr_complete;
+	x->wr_abort = rgo_wr_abort;
+}
+
+// Completion channels and the async event fd are semaphore eventfds: one
+// count per queued event, so that poll(2) and epoll see them readable
+// exactly while an event waits, and a read takes one.
+int rgo_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE); }
+
+// rgo_eventfd_wait takes one count, blocking unless the program made the
+// fd non-blocking (then -1 with EAGAIN, as libibverbs).
+int rgo_eventfd_wait(int fd) {
+	uint64_t one;
+	for (;;) {
+		ssize_t n = read(fd, &one, sizeof one);
+		if (n == sizeof one)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return -1;
+	}
+}
+
+void rgo_eventfd_post(int fd) {
+	uint64_t one = 1;
+	while (write(fd, &one, sizeof one) < 0 && errno == EINTR)
+		;
+}
+
+int rgo_ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
+	if (rgo_eventfd_wait(channel->fd))
+		return -1;
+	struct ibv_cq *c = rgo_pop_cq_event(channel);
+	if (!c) {
+		errno = EIO;
+		return -1;
+	}
+	*cq = c;
+	*cq_context = c->cq_context;
+	return 0;
+}
+
+void rgo_ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+// rgo_cq_wait_acked waits until the program acknowledged every event
+// delivered for cq, as ibv_destroy_cq does.
+void rgo_cq_wait_acked(struct ibv_cq *cq, uint32_t comp, uint32_t async) {
+	pthread_mutex_lock(&cq->mutex);
+	while (cq->comp_events_completed != comp || cq->async_events_completed != async)
+		pthread_cond_wait(&cq->cond, &cq->mutex);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+int rgo_ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event) {
+	if (rgo_eventfd_wait(context->async_fd))
+		return -1;
+	if (rgo_pop_async_event(context, event)) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+void rgo_ibv_ack_async_event(struct ibv_async_event *event) {
+	pthread_mutex_t *mu = NULL;
+	pthread_cond_t *cond = NULL;
+	uint32_t *n = NULL;
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		mu = &event->element.cq->mutex;
+		cond = &event->element.cq->cond;
+		n = &event->element.cq->async_events_completed;
+		break;
+	case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST: case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED:
+		mu = &event->element.qp->mutex;
+		cond = &event->element.qp->cond;
+		n = &event->element.qp->events_completed;
+		break;
+	case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED:
+		mu = &event->element.srq->mutex;
+		cond = &event->element.srq->cond;
+		n = &event->element.srq->events_completed;
+		break;
+	default:
+		return;
+	}
+	pthread_mutex_lock(mu);
+	++*n;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mu);
+}
+
+// rgo_wait_events waits until n of an object's async events are acked
+// (ibv_destroy_qp and ibv_destroy_srq).
+void rgo_wait_events(pthread_mutex_t *mu, pthread_cond_t *cond, uint32_t *completed, uint32_t n) {
+	pthread_mutex_lock(mu);
+	while (*completed != n)
+		pthread_cond_wait(cond, mu);
+	pthread_mutex_unlock(mu);
+}
