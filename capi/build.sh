@@ -28,6 +28,11 @@ for lib in ibverbs rdmacm; do
 	# librdmago.so.1, which receives the caller's arguments untouched.
 	awk -v lib="$lib" -v arch="$arch" '
 		BEGIN { print "\t.text" }
+		$1 == lib && $4 ~ /^data:/ {
+			n = substr($4, 6)
+			printf "\t.data\n\t.globl %s\n\t.type %s, %%object\n\t.size %s, %d\n%s:\n\t.zero %d\n\t.text\n", $3, $3, $3, n, $3, n
+			next
+		}
 		$1 == lib {
 			target = $4 == "=" ? "rgo_" $3 : $4
 			printf "\t.globl %s\n\t.type %s, %%function\n%s:\n", $3, $3, $3

@@ -12,6 +12,7 @@ import "C"
 import (
 	"context"
 	"runtime/cgo"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -87,9 +88,6 @@ func (cs *chanState) loop(bg context.Context) {
 		}
 		cs.ctx.mu.Lock()
 		q := cs.ctx.cqs[vcq]
-		if q != nil {
-			q.compEvents++
-		}
 		cs.ctx.mu.Unlock()
 		if q == nil {
 			continue
@@ -101,9 +99,16 @@ func (cs *chanState) loop(bg context.Context) {
 	}
 }
 
+// rgo_pop_cq_event takes the oldest queued event: its CQ, or NULL when
+// the count read from the fd was that of an event its CQ's destruction
+// dropped. An event counts as delivered (for ibv_destroy_cq's wait for
+// acknowledgements) once taken, as the kernel counts events read.
+//
 //export rgo_pop_cq_event
 func rgo_pop_cq_event(c *C.struct_ibv_comp_channel) *C.struct_ibv_cq {
 	cs := chanOf(c)
+	cs.ctx.mu.Lock()
+	defer cs.ctx.mu.Unlock()
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if len(cs.q) == 0 {
@@ -111,7 +116,15 @@ func rgo_pop_cq_event(c *C.struct_ibv_comp_channel) *C.struct_ibv_cq {
 	}
 	q := cs.q[0]
 	cs.q = cs.q[1:]
+	q.compEvents++
 	return &q.c.cq
+}
+
+// drop removes q's queued events (q is being destroyed).
+func (cs *chanState) drop(q *cqState) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.q = slices.DeleteFunc(cs.q, func(x *cqState) bool { return x == q })
 }
 
 //export rgo_ibv_destroy_comp_channel
@@ -180,6 +193,10 @@ func rgo_ibv_destroy_cq(c *C.struct_ibv_cq) C.int {
 	}
 	q.ctx.mu.Lock()
 	delete(q.ctx.cqs, q.cq)
+	if q.ch != nil {
+		q.ch.drop(q)
+	}
+	q.ctx.dropAsync(unsafe.Pointer(&q.c.cq))
 	comp, async := q.compEvents, q.asyncEvents
 	q.ctx.mu.Unlock()
 	C.rgo_cq_wait_acked(c, C.uint32_t(comp), C.uint32_t(async))

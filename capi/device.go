@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"runtime/cgo"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -233,7 +234,6 @@ func (s *ctxState) asyncLoop(ctx context.Context) {
 				s.mu.Unlock()
 				continue
 			}
-			q.events++
 			*(**C.struct_ibv_qp)(el) = &q.c.qpx.qp_base
 		case ev.CQ != nil:
 			q := s.cqs[ev.CQ]
@@ -241,7 +241,6 @@ func (s *ctxState) asyncLoop(ctx context.Context) {
 				s.mu.Unlock()
 				continue
 			}
-			q.asyncEvents++
 			*(**C.struct_ibv_cq)(el) = &q.c.cq
 		case ev.SRQ != nil:
 			q := s.srqs[ev.SRQ]
@@ -249,7 +248,6 @@ func (s *ctxState) asyncLoop(ctx context.Context) {
 				s.mu.Unlock()
 				continue
 			}
-			q.events++
 			*(**C.struct_ibv_srq)(el) = &q.c.srq
 		default:
 			*(*C.int)(el) = C.int(ev.Port)
@@ -260,6 +258,11 @@ func (s *ctxState) asyncLoop(ctx context.Context) {
 	}
 }
 
+// rgo_pop_async_event takes the oldest queued event, or answers -1 when
+// the count read from async_fd was that of an event dropped with its
+// object. A QP's, CQ's or SRQ's event counts as delivered, for the wait of
+// its destroy verb for acknowledgements, once taken.
+//
 //export rgo_pop_async_event
 func rgo_pop_async_event(c *C.struct_ibv_context, out *C.struct_ibv_async_event) C.int {
 	s := ctxOf(c)
@@ -270,7 +273,25 @@ func rgo_pop_async_event(c *C.struct_ibv_context, out *C.struct_ibv_async_event)
 	}
 	*out = s.async[0]
 	s.async = s.async[1:]
+	el := *(*unsafe.Pointer)(unsafe.Pointer(&out.element))
+	switch out.event_type {
+	case C.IBV_EVENT_CQ_ERR:
+		cqOf((*C.struct_ibv_cq)(el)).asyncEvents++
+	case C.IBV_EVENT_QP_FATAL, C.IBV_EVENT_QP_REQ_ERR, C.IBV_EVENT_QP_ACCESS_ERR, C.IBV_EVENT_COMM_EST,
+		C.IBV_EVENT_SQ_DRAINED, C.IBV_EVENT_PATH_MIG, C.IBV_EVENT_PATH_MIG_ERR, C.IBV_EVENT_QP_LAST_WQE_REACHED:
+		qpOf((*C.struct_ibv_qp)(el)).events++
+	case C.IBV_EVENT_SRQ_ERR, C.IBV_EVENT_SRQ_LIMIT_REACHED:
+		srqOf((*C.struct_ibv_srq)(el)).events++
+	}
 	return 0
+}
+
+// dropAsync removes the queued events about the object at el, which is
+// being destroyed (s.mu held).
+func (s *ctxState) dropAsync(el unsafe.Pointer) {
+	s.async = slices.DeleteFunc(s.async, func(e C.struct_ibv_async_event) bool {
+		return *(*unsafe.Pointer)(unsafe.Pointer(&e.element)) == el
+	})
 }
 
 //export rgo_ibv_query_device

@@ -327,6 +327,7 @@ func rgo_ibv_destroy_srq(c *C.struct_ibv_srq) C.int {
 	}
 	s.ctx.mu.Lock()
 	delete(s.ctx.srqs, s.srq)
+	s.ctx.dropAsync(unsafe.Pointer(c))
 	n := s.events
 	s.ctx.mu.Unlock()
 	C.rgo_wait_events(&c.mutex, &c.cond, &c.events_completed, C.uint32_t(n))

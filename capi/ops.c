@@ -107,13 +107,11 @@ void rgo_eventfd_post(int fd) {
 }
 
 int rgo_ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
-	if (rgo_eventfd_wait(channel->fd))
-		return -1;
-	struct ibv_cq *c = rgo_pop_cq_event(channel);
-	if (!c) {
-		errno = EIO;
-		return -1;
-	}
+	struct ibv_cq *c;
+	do {
+		if (rgo_eventfd_wait(channel->fd))
+			return -1;
+	} while (!(c = rgo_pop_cq_event(channel)));
 	*cq = c;
 	*cq_context = c->cq_context;
 	return 0;
@@ -136,12 +134,10 @@ void rgo_cq_wait_acked(struct ibv_cq *cq, uint32_t comp, uint32_t async) {
 }
 
 int rgo_ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event) {
-	if (rgo_eventfd_wait(context->async_fd))
-		return -1;
-	if (rgo_pop_async_event(context, event)) {
-		errno = EIO;
-		return -1;
-	}
+	do {
+		if (rgo_eventfd_wait(context->async_fd))
+			return -1;
+	} while (rgo_pop_async_event(context, event));
 	return 0;
 }
 

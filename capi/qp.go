@@ -207,6 +207,7 @@ func rgo_ibv_destroy_qp(c *C.struct_ibv_qp) C.int {
 	}
 	q.ctx.mu.Lock()
 	delete(q.ctx.qps, q.qp)
+	q.ctx.dropAsync(unsafe.Pointer(c))
 	n := q.events
 	q.ctx.mu.Unlock()
 	C.rgo_wait_events(&c.mutex, &c.cond, &c.events_completed, C.uint32_t(n))
