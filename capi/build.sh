@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cd "$here/.."
-CGO_ENABLED=1 go build -tags rdmago_nokernel -buildmode=c-shared -o "$out/librdmago.so.1" ./capi
+CGO_ENABLED=1 go build -tags rdmago_capi,rdmago_nokernel -buildmode=c-shared -o "$out/librdmago.so.1" ./capi
 rm -f "$out/librdmago.so.h"
 
 arch=$(go env GOARCH)

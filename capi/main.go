@@ -1,4 +1,4 @@
-//go:build cgo && linux
+//go:build cgo && linux && rdmago_capi
 
 // Command capi is rdma-go's C face: built with -buildmode=c-shared into
 // librdmago.so.1, it implements libibverbs' and librdmacm's C API over the

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include "capi.h"
 #include "_cgo_export.h"
+#include "layout.h"
 
 void rgo_set_errno(int e) { errno = e; }
 
@@ -180,3 +181,12 @@ void rgo_wait_events(pthread_mutex_t *mu, pthread_cond_t *cond, uint32_t *comple
 		pthread_cond_wait(cond, mu);
 	pthread_mutex_unlock(mu);
 }
+
+static const struct rgo_layout_entry layout[] = {
+	RGO_LAYOUT(RGO_LAYOUT_OFF, RGO_LAYOUT_SIZE)
+	{NULL, 0},
+};
+
+// rgo_layout is the table of layout.h as this library was compiled: the
+// layout test compares it with the system's verbs.h.
+const struct rgo_layout_entry *rgo_layout(void) { return layout; }

@@ -1,4 +1,4 @@
-//go:build cgo && linux
+//go:build cgo && linux && rdmago_capi
 
 package main
 
@@ -222,8 +222,15 @@ func rgo_ibv_destroy_qp(c *C.struct_ibv_qp) C.int {
 // (on the stack).
 const postBatch = 16
 
-// sgl aliases a C SGE array: struct ibv_sge and verbs.SGE have one layout
-// (checked by TestLayouts).
+// struct ibv_sge and verbs.SGE have one layout (this does not compile
+// otherwise), so sgl aliases a program's SGE arrays.
+var (
+	_ [0]struct{} = [unsafe.Sizeof(C.struct_ibv_sge{}) - unsafe.Sizeof(verbs.SGE{})]struct{}{}
+	_ [0]struct{} = [unsafe.Offsetof(C.struct_ibv_sge{}.length) - unsafe.Offsetof(verbs.SGE{}.Length)]struct{}{}
+	_ [0]struct{} = [unsafe.Offsetof(C.struct_ibv_sge{}.lkey) - unsafe.Offsetof(verbs.SGE{}.LKey)]struct{}{}
+)
+
+// sgl aliases a C SGE array.
 func sgl(p *C.struct_ibv_sge, n C.int) []verbs.SGE {
 	if p == nil || n <= 0 {
 		return nil

@@ -1,0 +1,353 @@
+package dropintest
+
+import (
+	"bufio"
+	"context"
+	"debug/elf"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
+)
+
+// dir holds the drop-in TestMain built, or skip says why there is none.
+var dir, skip string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if runtime.GOOS != "linux" {
+			skip = "the drop-in is built for Linux only"
+			return m.Run()
+		}
+		if _, err := exec.LookPath("gcc"); err != nil {
+			skip = "no gcc: the drop-in is built with cgo"
+			return m.Run()
+		}
+		if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
+			skip = "no verbs.h (Debian: libibverbs-dev): the drop-in is built against it"
+			return m.Run()
+		}
+		tmp, err := os.MkdirTemp("", "rdmago-capi-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "sh", "../build.sh", tmp).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "capi/build.sh: %v\n%s", err, out)
+			return 1
+		}
+		dir = tmp
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// need skips t without the drop-in or without the system programs named.
+func need(t *testing.T, progs ...string) {
+	t.Helper()
+	if skip != "" {
+		t.Skip(skip)
+	}
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("no %s (Debian: ibverbs-utils, perftest, rdmacm-utils)", p)
+		}
+	}
+}
+
+// env is the environment of a program run over the drop-in: the soft
+// devices of a fresh machine (rgo0 on loopback), in the process itself.
+func env(t *testing.T) []string {
+	return clitest.Env(t, "LD_LIBRARY_PATH="+dir, "RDMA_GO_SERVICE=off")
+}
+
+func TestSymbols(t *testing.T) {
+	need(t)
+	for _, lib := range []string{"libibverbs.so.1", "librdmacm.so.1"} {
+		t.Run(lib, func(t *testing.T) {
+			ours := versioned(t, filepath.Join(dir, lib))
+			sys := filepath.Join("/usr/lib", gnuTriplet(), lib)
+			if _, err := os.Stat(sys); err != nil {
+				t.Skipf("no system %s to compare with", lib)
+			}
+			want := versioned(t, sys)
+			if len(want) < 50 {
+				t.Fatalf("the system %s exports only %d versioned symbols", lib, len(want))
+			}
+			for name, ver := range want {
+				if ours[name] != ver {
+					t.Errorf("%s: %s@@%s missing (ours: %q)", lib, name, ver, ours[name])
+				}
+			}
+		})
+	}
+}
+
+// versioned lists a library's defined dynamic symbols with their default
+// version.
+func versioned(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, s := range syms {
+		if s.Section == elf.SHN_UNDEF || s.Section == elf.SHN_ABS || s.HasVersion && s.VersionIndex&0x8000 != 0 {
+			continue // undefined, a version's own symbol, or a hidden (compat) version
+		}
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC || elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
+			m[s.Name] = s.Version
+		}
+	}
+	return m
+}
+
+func gnuTriplet() string {
+	if runtime.GOARCH == "arm64" {
+		return "aarch64-linux-gnu"
+	}
+	return "x86_64-linux-gnu"
+}
+
+// TestLayout compiles layout.h's list against the system's verbs.h and
+// compares it with the table the drop-in was compiled with.
+func TestLayout(t *testing.T) {
+	need(t)
+	src := filepath.Join(t.TempDir(), "layout.c")
+	prog := strings.TrimSuffix(src, ".c")
+	if err := os.WriteFile(src, []byte(layoutProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	capi, _ := filepath.Abs("..")
+	if out, err := exec.Command("gcc", "-Wall", "-o", prog, "-I", capi, src, "-L", dir, "-l:librdmago.so.1").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, errOut, code := clitest.Run(t, prog, env(t))
+	if code != 0 {
+		t.Fatalf("layout check failed (exit %d):\n%s%s", code, out, errOut)
+	}
+	if n, _ := strconv.Atoi(strings.Fields(out + " 0")[0]); n < 250 {
+		t.Fatalf("checked only %q entries", out)
+	}
+	t.Logf("%s", out)
+}
+
+const layoutProgram = `#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+#include "layout.h"
+
+const struct rgo_layout_entry *rgo_layout(void);
+
+static const struct rgo_layout_entry header[] = {
+	RGO_LAYOUT(RGO_LAYOUT_OFF, RGO_LAYOUT_SIZE)
+	{NULL, 0},
+};
+
+int main(void) {
+	const struct rgo_layout_entry *lib = rgo_layout();
+	int n = 0, bad = 0;
+	for (; header[n].name; n++) {
+		if (!lib[n].name || strcmp(lib[n].name, header[n].name)) {
+			printf("entry %d: library has %s, header %s\n", n, lib[n].name ? lib[n].name : "(end)", header[n].name);
+			return 1;
+		}
+		if (lib[n].value != header[n].value) {
+			printf("%s: library %lu, verbs.h %lu\n", header[n].name, lib[n].value, header[n].value);
+			bad++;
+		}
+	}
+	if (lib[n].name) {
+		printf("library has more entries than the header list\n");
+		return 1;
+	}
+	printf("%d entries checked, %d differ\n", n, bad);
+	return bad != 0;
+}
+`
+
+// TestDevices runs ibv_devices and ibv_devinfo over the drop-in and
+// compares their output with rdma-go's Go tools on the same devices.
+func TestDevices(t *testing.T) {
+	need(t, "ibv_devices", "ibv_devinfo")
+	for _, c := range [][]string{{"ibv_devices"}, {"ibv_devinfo"}, {"ibv_devinfo", "-v"}, {"ibv_devinfo", "-d", "rgo0", "-i", "1"}} {
+		t.Run(strings.Join(c, " "), func(t *testing.T) {
+			ours := clitest.BuildPackage(t, c[0], "github.com/rdma-go/rdma-go/cmd/"+c[0])
+			sysOut, sysErr, sysCode := clitest.Run(t, c[0], env(t), c[1:]...)
+			goOut, goErr, goCode := clitest.Run(t, ours, env(t), c[1:]...)
+			if sysOut != goOut || sysErr != goErr || sysCode != goCode || !strings.Contains(sysOut, "rgo0") {
+				t.Errorf("Debian's %s over the drop-in (exit %d):\n%s%s\nrdma-go's (exit %d):\n%s%s", c[0], sysCode, sysOut, sysErr, goCode, goOut, goErr)
+			}
+		})
+	}
+}
+
+// freePort returns a TCP port nobody listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// listening reports whether a process listens on TCP port (any address).
+func listening(port string) bool {
+	p, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X ", p)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) > 3 && strings.HasSuffix(fs[1]+" ", want) && fs[3] == "0A" {
+				fh.Close()
+				return true
+			}
+		}
+		fh.Close()
+	}
+	return false
+}
+
+// pair runs a server and then its client (the server's args plus the
+// server's host) and returns both outputs; both must exit 0.
+func pair(t *testing.T, server, client string, serverEnv, clientEnv []string, port string, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var sout clitest.Buffer
+	srv := exec.CommandContext(ctx, server, args...)
+	srv.Env, srv.Stdout, srv.Stderr = serverEnv, &sout, &sout
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for !listening(port) {
+		select {
+		case err := <-done:
+			t.Fatalf("server %s %q ended before listening: %v\n%s", server, args, err, sout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s %q not listening on %s after a minute\n%s", server, args, port, sout.String())
+		}
+	}
+	cout, cerr, code := clitest.Run(t, client, clientEnv, append(append([]string{}, args...), "localhost")...)
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(time.Minute):
+		cancel()
+		serr = <-done
+	}
+	if code != 0 || serr != nil {
+		t.Fatalf("%s %q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, args, code, serr, cout, cerr, sout.String())
+	}
+	return sout.String(), cout + cerr
+}
+
+var itersLine = regexp.MustCompile(`(?m)^\d+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$`)
+
+// TestPingpongs runs Debian's four pingpongs, both ends over the drop-in.
+func TestPingpongs(t *testing.T) {
+	for _, c := range [][]string{
+		{"ibv_rc_pingpong"}, {"ibv_rc_pingpong", "-e"}, {"ibv_rc_pingpong", "-N"}, {"ibv_rc_pingpong", "-s", "65536"},
+		{"ibv_uc_pingpong"}, {"ibv_uc_pingpong", "-e"}, {"ibv_ud_pingpong"}, {"ibv_ud_pingpong", "-e"},
+		{"ibv_srq_pingpong"}, {"ibv_srq_pingpong", "-e"},
+	} {
+		t.Run(strings.Join(c, " "), func(t *testing.T) {
+			need(t, c[0])
+			port := freePort(t)
+			e := env(t)
+			sout, cout := pair(t, c[0], c[0], e, e, port, append([]string{"-d", "rgo0", "-g", "1", "-n", "200", "-p", port}, c[1:]...)...)
+			if !itersLine.MatchString(sout) || !itersLine.MatchString(cout) {
+				t.Errorf("no result line\nserver:\n%s\nclient:\n%s", sout, cout)
+			}
+		})
+	}
+}
+
+// TestPingpongWithGo runs Debian's ibv_rc_pingpong over the drop-in
+// against rdma-go's Go one, each as the server.
+func TestPingpongWithGo(t *testing.T) {
+	need(t, "ibv_rc_pingpong")
+	ours := clitest.BuildPackage(t, "ibv_rc_pingpong", "github.com/rdma-go/rdma-go/cmd/ibv_rc_pingpong")
+	for _, c := range []struct{ name, server, client string }{
+		{"drop-in server", "ibv_rc_pingpong", ours}, {"Go server", ours, "ibv_rc_pingpong"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port := freePort(t)
+			sout, cout := pair(t, c.server, c.client, env(t), env(t), port, "-d", "rgo0", "-g", "1", "-n", "200", "-s", "4096", "-p", port)
+			if !itersLine.MatchString(sout) || !itersLine.MatchString(cout) {
+				t.Errorf("no result line\nserver:\n%s\nclient:\n%s", sout, cout)
+			}
+		})
+	}
+}
+
+var bwLine = regexp.MustCompile(`(?m)^\s*\d+\s+\d+(\s+[0-9.]+){3}\s*$`)
+var latLine = regexp.MustCompile(`(?m)^\s*\d+\s+\d+(\s+[0-9.]+){7}\s*$`)
+
+// TestPerftest runs perftest's tools, both ends over the drop-in.
+func TestPerftest(t *testing.T) {
+	for _, c := range [][]string{
+		{"ib_write_bw"}, {"ib_write_bw", "--use_old_post_send"}, {"ib_read_bw"}, {"ib_send_bw"}, {"ib_send_bw", "-e"},
+		{"ib_atomic_bw"}, {"ib_send_lat"}, {"ib_write_lat"}, {"ib_read_lat"},
+	} {
+		t.Run(strings.Join(c, " "), func(t *testing.T) {
+			need(t, c[0])
+			port := freePort(t)
+			e := env(t)
+			_, cout := pair(t, c[0], c[0], e, e, port, append([]string{"-d", "rgo0", "-x", "1", "-n", "200", "-p", port}, c[1:]...)...)
+			re := bwLine
+			if strings.HasSuffix(c[0], "_lat") {
+				re = latLine
+			}
+			if !re.MatchString(cout) {
+				t.Errorf("no result line in the client's output:\n%s", cout)
+			}
+		})
+	}
+}
+
+// TestAsyncWatch starts ibv_asyncwatch, which opens the device and waits
+// on its async event fd, and checks that it does until stopped.
+func TestAsyncWatch(t *testing.T) {
+	need(t, "ibv_asyncwatch")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "stdbuf", "-oL", "ibv_asyncwatch", "-d", "rgo0")
+	cmd.Env = env(t)
+	out, _ := cmd.CombinedOutput()
+	if ctx.Err() == nil || !regexp.MustCompile(`^rgo0: async event FD \d+\n$`).Match(out) {
+		t.Fatalf("ibv_asyncwatch ended before it was stopped, or printed %q", out)
+	}
+}
