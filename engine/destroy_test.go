@@ -111,3 +111,38 @@ func TestDestroyWaitsForAckBeingSent(t *testing.T) {
 		t.Fatalf("A's send completion: %+v", c)
 	}
 }
+
+// A post that fails its local checks moves the QP to ERR from the
+// application's goroutine, where no transmit batch exists; a coalesced ACK
+// the responder still owes must go out then, not crash the device.
+func TestLocalErrorSendsDeferredAck(t *testing.T) {
+	p := newPair(t, 0)
+	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
+	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
+	d := p.la.q[0]
+	p.la.q = nil
+	var pkt wire.Packet
+	must(t, pkt.Parse(d.Buf))
+	p.b.mu.Lock()
+	tx := p.hb.getTx()
+	p.b.handleRequest(p.now, &pkt, tx)
+	p.hb.flush(tx)
+	p.hb.putTx(tx)
+	p.b.mu.Unlock()
+	if len(p.lb.q) != 0 {
+		t.Fatalf("B answered before the batch ended: %d datagrams", len(p.lb.q))
+	}
+	bad := p.sge(p.mrb, 0, 64)
+	bad[0].LKey ^= 0x5a5a5a
+	must(t, p.b.PostSend(p.now, &SendWR{ID: 2, Op: WRSend, Flags: SendSignaled, SGL: bad}))
+	if len(p.lb.q) != 1 {
+		t.Fatalf("B sent %d datagrams on its local error, want the owed ACK", len(p.lb.q))
+	}
+	if c := p.bcq.take(); len(c) != 1 || c[0].Status != StatusLocProtErr {
+		t.Fatalf("B's send completion: %+v", c)
+	}
+	p.run(time.Second)
+	if c := p.acq.take(); len(c) != 1 || c[0].Status != StatusSuccess {
+		t.Fatalf("A's send completion: %+v", c)
+	}
+}

@@ -254,7 +254,12 @@ func (qp *QP) enterError(now time.Time, tx *txBatch) {
 	// An ACK the responder still owes goes out first: the application may
 	// have polled the receive it acknowledges and then moved the QP to
 	// ERR (a disconnect), and without the ACK the peer retransmits its
-	// last message until its retries run out.
+	// last message until its retries run out. Callers outside the
+	// receive path (a post that fails its local checks) have no batch.
+	if tx == nil && qp.rsp.ackPending {
+		tx = qp.host.getTx()
+		defer func() { qp.host.flush(tx); qp.host.putTx(tx) }()
+	}
 	qp.flushDeferredAck(tx)
 	qp.st = StateErr
 	qp.req.stopTimers()
