@@ -93,4 +93,28 @@ int rgo_eventfd(void);
 int rgo_eventfd_wait(int fd);
 void rgo_eventfd_post(int fd);
 
+
+
+#include <rdma/rdma_cma.h>
+
+struct rgo_cm_id {
+	struct rdma_cm_id id;
+	uintptr_t h;
+};
+
+struct rgo_event_channel {
+	struct rdma_event_channel ch;
+	uintptr_t h;
+};
+
+struct rgo_cm_event {
+	struct rdma_cm_event ev;
+	uintptr_t h;
+};
+
+/* cm.c */
+void rgo_set_id_addrs(struct rdma_cm_id *id, const void *src, const void *dst, const void *sgid, const void *dgid);
+void rgo_set_event_conn(struct rdma_cm_event *e, const struct rdma_conn_param *p);
+void rgo_set_event_ud(struct rdma_cm_event *e, const void *pdata, uint8_t len, const struct ibv_ah_attr *ah, uint32_t qpn, uint32_t qkey);
+const void *rgo_event_private_data(const struct rdma_cm_event *e);
 #endif

@@ -62,21 +62,31 @@ func rgo_ibv_create_comp_channel(c *C.struct_ibv_context) *C.struct_ibv_comp_cha
 		fail(err)
 		return nil
 	}
+	cs, err := wrapChannel(s, ch)
+	if err != nil {
+		ch.Destroy()
+		fail(err)
+		return nil
+	}
+	return &cs.c.ch
+}
+
+// wrapChannel makes the struct ibv_comp_channel of ch, a channel of s,
+// with its fd and the goroutine that fills it.
+func wrapChannel(s *ctxState, ch *verbs.CompChannel) (*chanState, error) {
 	fd := C.rgo_eventfd()
 	if fd < 0 {
-		ch.Destroy()
-		fail(syscall.EMFILE)
-		return nil
+		return nil, syscall.EMFILE
 	}
 	cs := &chanState{ch: ch, ctx: s, done: make(chan struct{})}
 	cs.c = (*C.struct_rgo_comp_channel)(C.calloc(1, C.sizeof_struct_rgo_comp_channel))
-	cs.c.ch.context = c
+	cs.c.ch.context = &s.c.vctx.context
 	cs.c.ch.fd = fd
 	cs.c.h = C.uintptr_t(cgo.NewHandle(cs))
 	var bg context.Context
 	bg, cs.stop = context.WithCancel(context.Background())
 	go cs.loop(bg)
-	return &cs.c.ch
+	return cs, nil
 }
 
 func (cs *chanState) loop(bg context.Context) {
@@ -133,12 +143,17 @@ func rgo_ibv_destroy_comp_channel(c *C.struct_ibv_comp_channel) C.int {
 	if err := cs.ch.Destroy(); err != nil {
 		return failNeg(err)
 	}
+	cs.free()
+	return 0
+}
+
+// free stops the channel's goroutine and releases its C side.
+func (cs *chanState) free() {
 	cs.stop()
 	<-cs.done
 	C.close(cs.c.ch.fd)
 	cgo.Handle(cs.c.h).Delete()
 	C.free(unsafe.Pointer(cs.c))
-	return 0
 }
 
 //export rgo_ibv_create_cq
@@ -159,10 +174,18 @@ func rgo_ibv_create_cq(c *C.struct_ibv_context, cqe C.int, cqContext unsafe.Poin
 		fail(err)
 		return nil
 	}
+	return &wrapCQ(s, vcq, cs, cqContext).c.cq
+}
+
+// wrapCQ makes the struct ibv_cq of vcq, a CQ of s on channel cs (nil for
+// none).
+func wrapCQ(s *ctxState, vcq *verbs.CQ, cs *chanState, cqContext unsafe.Pointer) *cqState {
 	q := &cqState{cq: vcq, ctx: s, ch: cs}
 	q.c = (*C.struct_rgo_cq)(C.calloc(1, C.sizeof_struct_rgo_cq))
-	q.c.cq.context = c
-	q.c.cq.channel = channel
+	q.c.cq.context = &s.c.vctx.context
+	if cs != nil {
+		q.c.cq.channel = &cs.c.ch
+	}
 	q.c.cq.cq_context = cqContext
 	q.c.cq.cqe = C.int(vcq.Cap())
 	q.c.cq.handle = C.uint32_t(nextHandle())
@@ -172,7 +195,7 @@ func rgo_ibv_create_cq(c *C.struct_ibv_context, cqe C.int, cqContext unsafe.Poin
 	s.mu.Lock()
 	s.cqs[vcq] = q
 	s.mu.Unlock()
-	return &q.c.cq
+	return q
 }
 
 //export rgo_ibv_resize_cq
@@ -191,6 +214,14 @@ func rgo_ibv_destroy_cq(c *C.struct_ibv_cq) C.int {
 	if err := q.cq.Destroy(); err != nil {
 		return errno(err)
 	}
+	q.free()
+	return 0
+}
+
+// free releases the struct ibv_cq of a destroyed CQ, once the program
+// acknowledged its events.
+func (q *cqState) free() {
+	c := &q.c.cq
 	q.ctx.mu.Lock()
 	delete(q.ctx.cqs, q.cq)
 	if q.ch != nil {
@@ -204,7 +235,6 @@ func rgo_ibv_destroy_cq(c *C.struct_ibv_cq) C.int {
 	C.pthread_mutex_destroy(&c.mutex)
 	cgo.Handle(q.c.h).Delete()
 	C.free(unsafe.Pointer(q.c))
-	return 0
 }
 
 //export rgo_req_notify_cq

@@ -168,17 +168,52 @@ func rgo_ibv_open_device(d *C.struct_ibv_device) *C.struct_ibv_context {
 		fail(err)
 		return nil
 	}
-	attr, err := vc.QueryDevice()
+	s, err := newContext(d, vc)
 	if err != nil {
 		vc.Close()
 		fail(err)
 		return nil
 	}
+	return &s.c.vctx.context
+}
+
+// borrowed holds the struct ibv_context of each context that rdmacm opened
+// for its ids (rdma_cm_id.verbs): made on first use, kept while the
+// process lives, never closed by the program.
+var borrowed struct {
+	sync.Mutex
+	m map[*verbs.Context]*ctxState
+}
+
+// borrowContext returns the struct ibv_context of vc, an open context the
+// program did not open itself.
+func borrowContext(vc *verbs.Context) (*ctxState, error) {
+	borrowed.Lock()
+	defer borrowed.Unlock()
+	if s := borrowed.m[vc]; s != nil {
+		return s, nil
+	}
+	s, err := newContext(&cdevice(vc.Device()).dev, vc)
+	if err != nil {
+		return nil, err
+	}
+	if borrowed.m == nil {
+		borrowed.m = map[*verbs.Context]*ctxState{}
+	}
+	borrowed.m[vc] = s
+	return s, nil
+}
+
+// newContext makes the struct ibv_context of vc, an open context of d,
+// with its async event fd and the goroutine that fills it.
+func newContext(d *C.struct_ibv_device, vc *verbs.Context) (*ctxState, error) {
+	attr, err := vc.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
 	fd := C.rgo_eventfd()
 	if fd < 0 {
-		vc.Close()
-		fail(syscall.EMFILE)
-		return nil
+		return nil, syscall.EMFILE
 	}
 	rc := (*C.struct_rgo_context)(C.calloc(1, C.sizeof_struct_rgo_context))
 	ic := &rc.vctx.context
@@ -194,7 +229,7 @@ func rgo_ibv_open_device(d *C.struct_ibv_device) *C.struct_ibv_context {
 	var bg context.Context
 	bg, s.stop = context.WithCancel(context.Background())
 	go s.asyncLoop(bg)
-	return ic
+	return s, nil
 }
 
 //export rgo_ibv_close_device

@@ -41,12 +41,17 @@ func rgo_ibv_alloc_pd(c *C.struct_ibv_context) *C.struct_ibv_pd {
 		fail(err)
 		return nil
 	}
+	return &wrapPD(s, pd).c.pd
+}
+
+// wrapPD makes the struct ibv_pd of pd, a PD of s.
+func wrapPD(s *ctxState, pd *verbs.PD) *pdState {
 	p := &pdState{pd: pd, ctx: s}
 	p.c = (*C.struct_rgo_pd)(C.calloc(1, C.sizeof_struct_rgo_pd))
-	p.c.pd.context = c
+	p.c.pd.context = &s.c.vctx.context
 	p.c.pd.handle = C.uint32_t(nextHandle())
 	p.c.h = C.uintptr_t(cgo.NewHandle(p))
-	return &p.c.pd
+	return p
 }
 
 //export rgo_ibv_dealloc_pd
@@ -55,9 +60,13 @@ func rgo_ibv_dealloc_pd(c *C.struct_ibv_pd) C.int {
 	if err := p.pd.Dealloc(); err != nil {
 		return errno(err)
 	}
+	p.free()
+	return 0
+}
+
+func (p *pdState) free() {
 	cgo.Handle(p.c.h).Delete()
 	C.free(unsafe.Pointer(p.c))
-	return 0
 }
 
 type mrState struct {

@@ -23,6 +23,7 @@ type qpState struct {
 	ctx    *ctxState
 	c      *C.struct_rgo_qp
 	events uint32 // async events delivered (ctx.mu)
+	owner  *cmID  // the rdma_cm id whose QP this is, if any
 
 	// The ibv_wr_* API's work requests between wr_start and wr_complete
 	// (the program serializes these calls per QP, as verbs.h requires).
@@ -75,19 +76,38 @@ func createQP(c *C.struct_ibv_pd, init *C.struct_ibv_qp_init_attr, ex bool) *C.s
 		fail(syscall.EINVAL)
 		return nil
 	}
-	a := verbs.QPInitAttr{Type: verbs.QPType(init.qp_type), SendCQ: cqOf(init.send_cq).cq, RecvCQ: cqOf(init.recv_cq).cq,
-		Cap: verbs.QPCap{MaxSendWR: uint32(init.cap.max_send_wr), MaxRecvWR: uint32(init.cap.max_recv_wr),
-			MaxSendSGE: uint32(init.cap.max_send_sge), MaxRecvSGE: uint32(init.cap.max_recv_sge),
-			MaxInlineData: uint32(init.cap.max_inline_data)},
-		SigAll: init.sq_sig_all != 0}
-	if init.srq != nil {
-		a.SRQ = srqOf(init.srq).srq
-	}
-	qp, err := p.pd.CreateQP(a)
+	qp, err := p.pd.CreateQP(toQPInitAttr(init))
 	if err != nil {
 		fail(err)
 		return nil
 	}
+	return wrapQP(c, qp, init, ex)
+}
+
+// toQPInitAttr reads a struct ibv_qp_init_attr (CQs may be NULL for
+// rdma_create_qp, which then creates them).
+func toQPInitAttr(init *C.struct_ibv_qp_init_attr) verbs.QPInitAttr {
+	a := verbs.QPInitAttr{Type: verbs.QPType(init.qp_type),
+		Cap: verbs.QPCap{MaxSendWR: uint32(init.cap.max_send_wr), MaxRecvWR: uint32(init.cap.max_recv_wr),
+			MaxSendSGE: uint32(init.cap.max_send_sge), MaxRecvSGE: uint32(init.cap.max_recv_sge),
+			MaxInlineData: uint32(init.cap.max_inline_data)},
+		SigAll: init.sq_sig_all != 0}
+	if init.send_cq != nil {
+		a.SendCQ = cqOf(init.send_cq).cq
+	}
+	if init.recv_cq != nil {
+		a.RecvCQ = cqOf(init.recv_cq).cq
+	}
+	if init.srq != nil {
+		a.SRQ = srqOf(init.srq).srq
+	}
+	return a
+}
+
+// wrapQP makes the struct ibv_qp of qp, created in the PD c with init,
+// and writes qp's capabilities back into init->cap.
+func wrapQP(c *C.struct_ibv_pd, qp *verbs.QP, init *C.struct_ibv_qp_init_attr, ex bool) *C.struct_ibv_qp {
+	p := pdOf(c)
 	cp := qp.Cap()
 	init.cap = C.struct_ibv_qp_cap{max_send_wr: C.uint32_t(cp.MaxSendWR), max_recv_wr: C.uint32_t(cp.MaxRecvWR),
 		max_send_sge: C.uint32_t(cp.MaxSendSGE), max_recv_sge: C.uint32_t(cp.MaxRecvSGE), max_inline_data: C.uint32_t(cp.MaxInlineData)}
@@ -102,7 +122,7 @@ func createQP(c *C.struct_ibv_pd, init *C.struct_ibv_qp_init_attr, ex bool) *C.s
 	b.srq = init.srq
 	b.handle = C.uint32_t(nextHandle())
 	b.qp_num = C.uint32_t(qp.QPN())
-	b.state = C.IBV_QPS_RESET
+	b.state = C.enum_ibv_qp_state(qp.State())
 	b.qp_type = init.qp_type
 	C.pthread_mutex_init(&b.mutex, nil)
 	C.pthread_cond_init(&b.cond, nil)
@@ -205,6 +225,17 @@ func rgo_ibv_destroy_qp(c *C.struct_ibv_qp) C.int {
 	if err := q.qp.Destroy(); err != nil {
 		return errno(err)
 	}
+	q.free()
+	return 0
+}
+
+// free releases the struct ibv_qp of a destroyed QP, once the program
+// acknowledged its events.
+func (q *qpState) free() {
+	if q.owner != nil { // ibv_destroy_qp of an id's QP: the id has none now
+		q.owner.qp, q.owner.c.id.qp = nil, nil
+	}
+	c := &q.c.qpx.qp_base
 	q.ctx.mu.Lock()
 	delete(q.ctx.qps, q.qp)
 	q.ctx.dropAsync(unsafe.Pointer(c))
@@ -215,7 +246,6 @@ func rgo_ibv_destroy_qp(c *C.struct_ibv_qp) C.int {
 	C.pthread_mutex_destroy(&c.mutex)
 	cgo.Handle(q.c.h).Delete()
 	C.free(unsafe.Pointer(q.c))
-	return 0
 }
 
 // postBatch is how many work requests one PostSend or PostRecv call takes
