@@ -663,6 +663,7 @@ func rgo_rdma_create_ep(out **C.struct_rdma_cm_id, res *C.struct_rdma_addrinfo, 
 	}
 	var a *verbs.QPInitAttr
 	if init != nil {
+		init.qp_type = C.enum_ibv_qp_type(res.ai_qp_type) // as librdmacm
 		v := toQPInitAttr(init)
 		a = &v
 	}

@@ -11,6 +11,7 @@ import "C"
 import (
 	"errors"
 	"runtime/cgo"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -24,12 +25,13 @@ type qpState struct {
 	c      *C.struct_rgo_qp
 	events uint32 // async events delivered (ctx.mu)
 	owner  *cmID  // the rdma_cm id whose QP this is, if any
+	inl    *inlineArena
 
 	// The ibv_wr_* API's work requests between wr_start and wr_complete
 	// (the program serializes these calls per QP, as verbs.h requires).
 	pending []verbs.SendWR
 	sges    []verbs.SGE // the pending requests' SGLs
-	inline  [][]byte    // the pending requests' inline data, copied
+	inline  [][][]byte  // the pending requests' inline data (by index), copied
 	werr    error       // the first bad wr_* call since wr_start
 }
 
@@ -111,7 +113,7 @@ func wrapQP(c *C.struct_ibv_pd, qp *verbs.QP, init *C.struct_ibv_qp_init_attr, e
 	cp := qp.Cap()
 	init.cap = C.struct_ibv_qp_cap{max_send_wr: C.uint32_t(cp.MaxSendWR), max_recv_wr: C.uint32_t(cp.MaxRecvWR),
 		max_send_sge: C.uint32_t(cp.MaxSendSGE), max_recv_sge: C.uint32_t(cp.MaxRecvSGE), max_inline_data: C.uint32_t(cp.MaxInlineData)}
-	q := &qpState{qp: qp, ctx: p.ctx}
+	q := &qpState{qp: qp, ctx: p.ctx, inl: newInlineArena(p.pd, int(cp.MaxInlineData))}
 	q.c = (*C.struct_rgo_qp)(C.calloc(1, C.sizeof_struct_rgo_qp))
 	b := &q.c.qpx.qp_base
 	b.context = c.context
@@ -244,8 +246,109 @@ func (q *qpState) free() {
 	C.rgo_wait_events(&c.mutex, &c.cond, &c.events_completed, C.uint32_t(n))
 	C.pthread_cond_destroy(&c.cond)
 	C.pthread_mutex_destroy(&c.mutex)
+	q.inl.free()
 	cgo.Handle(q.c.h).Delete()
 	C.free(unsafe.Pointer(q.c))
+}
+
+// inlineArena stages a QP's inline data. A program's inline SGEs name
+// memory by address alone (no L_Key, often a stack buffer), as verbs
+// allows; the soft device reads all memory through its keys. So each post
+// copies its inline data into a slot of this C memory, registered in the
+// QP's PD, and posts that (the device copies inline data at post time, so
+// the slots are free again when the post returns).
+type inlineArena struct {
+	mu   sync.Mutex
+	max  int    // max_inline_data
+	buf  []byte // postBatch slots of max bytes, C memory
+	mr   *verbs.MR
+}
+
+func newInlineArena(pd *verbs.PD, max int) *inlineArena {
+	if max <= 0 {
+		return nil
+	}
+	p := C.calloc(C.size_t(postBatch), C.size_t(max))
+	buf := unsafe.Slice((*byte)(p), postBatch*max)
+	mr, err := pd.RegMR(buf, verbs.AccessLocalWrite)
+	if err != nil {
+		C.free(p)
+		return nil // inline posts fail then, as without an arena
+	}
+	return &inlineArena{max: max, buf: buf, mr: mr}
+}
+
+func (a *inlineArena) free() {
+	if a != nil {
+		a.mr.Dereg()
+		C.free(unsafe.Pointer(&a.buf[0]))
+	}
+}
+
+// stage copies data (the pieces of one work request's inline data) into
+// slot i and points w at it through sge (a.mu held). Data larger than the
+// QP's limit is left for verbs to refuse.
+func (a *inlineArena) stage(w *verbs.SendWR, i int, data func(yield func([]byte) bool), sge *verbs.SGE) {
+	slot := a.buf[i*a.max : (i+1)*a.max]
+	n := 0
+	for b := range data {
+		if n+len(b) > a.max {
+			return
+		}
+		n += copy(slot[n:], b)
+	}
+	*sge = verbs.SGE{Addr: uint64(uintptr(unsafe.Pointer(&slot[0]))), Length: uint32(n), LKey: a.mr.LKey()}
+	w.SGL = unsafe.Slice(sge, 1)
+}
+
+// inlined reports whether w carries inline data (READ and atomics ignore
+// the flag).
+func inlined(w *verbs.SendWR) bool {
+	switch w.Opcode {
+	case verbs.WRRDMARead, verbs.WRAtomicCmpAndSwp, verbs.WRAtomicFetchAndAdd:
+		return false
+	}
+	return w.Flags&verbs.SendInline != 0
+}
+
+// cmem is n bytes of the program's memory at addr.
+func cmem(addr uint64, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
+}
+
+// sgeData yields the bytes an SGL names in the program's memory.
+func sgeData(sgl []verbs.SGE) func(yield func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for _, s := range sgl {
+			if !yield(cmem(s.Addr, s.Length)) {
+				return
+			}
+		}
+	}
+}
+
+// post posts wrs (at most postBatch), staging inline data first.
+func (q *qpState) post(wrs []verbs.SendWR, inline func(i int) func(yield func([]byte) bool)) error {
+	a := q.inl
+	if a == nil {
+		return q.qp.PostSend(wrs...)
+	}
+	var sges [postBatch]verbs.SGE
+	staged := false
+	for i := range wrs {
+		if inlined(&wrs[i]) {
+			if !staged {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				staged = true
+			}
+			a.stage(&wrs[i], i, inline(i), &sges[i])
+		}
+	}
+	return q.qp.PostSend(wrs...)
 }
 
 // postBatch is how many work requests one PostSend or PostRecv call takes
@@ -332,7 +435,7 @@ func rgo_post_send(c *C.struct_ibv_qp, wr *C.struct_ibv_send_wr, bad **C.struct_
 			cw[n] = wr
 			n++
 		}
-		if err := q.qp.PostSend(wrs[:n]...); err != nil {
+		if err := q.post(wrs[:n], func(i int) func(func([]byte) bool) { return sgeData(wrs[i].SGL) }); err != nil {
 			*bad = cw[postErrorIndex(err, n)]
 			return errno(err)
 		}

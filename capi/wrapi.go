@@ -20,6 +20,7 @@ import (
 
 func (q *qpState) start(c *C.struct_ibv_qp_ex, op verbs.WROpcode) *verbs.SendWR {
 	q.pending = append(q.pending, verbs.SendWR{ID: uint64(c.wr_id), Opcode: op, Flags: verbs.SendFlags(c.wr_flags)})
+	q.inline = append(q.inline, nil)
 	return &q.pending[len(q.pending)-1]
 }
 
@@ -44,8 +45,17 @@ func rgo_wr_start(c *C.struct_ibv_qp_ex) {
 func rgo_wr_complete(c *C.struct_ibv_qp_ex) C.int {
 	q := qpxOf(c)
 	err := q.werr
-	if err == nil && len(q.pending) > 0 {
-		err = q.qp.PostSend(q.pending...)
+	for start := 0; err == nil && start < len(q.pending); start += postBatch {
+		chunk := q.pending[start:min(start+postBatch, len(q.pending))]
+		err = q.post(chunk, func(i int) func(func([]byte) bool) {
+			return func(yield func([]byte) bool) {
+				for _, b := range q.inline[start+i] {
+					if !yield(b) {
+						return
+					}
+				}
+			}
+		})
 	}
 	rgo_wr_abort(c)
 	return errno(err)
@@ -136,19 +146,20 @@ func rgo_wr_set_sge_list(c *C.struct_ibv_qp_ex, n C.size_t, list *C.struct_ibv_s
 }
 
 // setInline copies the program's buffers (they may be reused as soon as
-// the call returns) and sends them inline.
+// the call returns) for wr_complete, which sends them inline.
 func (q *qpState) setInline(bufs [][]byte) {
 	w := q.last()
-	start := len(q.sges)
-	for _, b := range bufs {
-		if len(b) == 0 {
-			continue
-		}
-		cp := append([]byte(nil), b...)
-		q.inline = append(q.inline, cp)
-		q.sges = append(q.sges, verbs.SGE{Addr: uint64(uintptr(unsafe.Pointer(&cp[0]))), Length: uint32(len(cp))})
+	if len(q.pending) == 0 {
+		return
 	}
-	w.SGL = q.sges[start:]
+	var cp [][]byte
+	for _, b := range bufs {
+		if len(b) > 0 {
+			cp = append(cp, append([]byte(nil), b...))
+		}
+	}
+	q.inline[len(q.pending)-1] = cp
+	w.SGL = nil
 	w.Flags |= verbs.SendInline
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rdma-go/rdma-go/internal/cli/clitest"
+	"github.com/rdma-go/rdma-go/internal/testdev"
 )
 
 // dir holds the drop-in TestMain built, or skip says why there is none.
@@ -349,5 +350,86 @@ func TestAsyncWatch(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if ctx.Err() == nil || !regexp.MustCompile(`^rgo0: async event FD \d+\n$`).Match(out) {
 		t.Fatalf("ibv_asyncwatch ended before it was stopped, or printed %q", out)
+	}
+}
+
+// cmPair runs an rdma_cm server and then its client, retrying the client
+// while the server is not yet listening (its connect is rejected); both
+// must exit 0.
+func cmPair(t *testing.T, server, client []string, serverEnv, clientEnv []string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var sout clitest.Buffer
+	srv := exec.CommandContext(ctx, server[0], server[1:]...)
+	srv.Env, srv.Stdout, srv.Stderr = serverEnv, &sout, &sout
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	var cout, cerr string
+	code := -1
+	for try := 0; try < 40 && code != 0; try++ {
+		select {
+		case err := <-done:
+			t.Fatalf("server %q ended before its client connected: %v\n%s\nlast client try:\n%s%s", server, err, sout.String(), cout, cerr)
+		case <-time.After(250 * time.Millisecond):
+		}
+		cout, cerr, code = clitest.Run(t, client[0], clientEnv, client[1:]...)
+	}
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(time.Minute):
+		cancel()
+		serr = <-done
+	}
+	if code != 0 || serr != nil {
+		t.Fatalf("%q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, code, serr, cout, cerr, sout.String())
+	}
+	return sout.String(), cout + cerr
+}
+
+// TestRDMACM runs rdmacm-utils' programs, both ends over the drop-in, and
+// rping against rdma-go's Go rping both ways. Each server's device binds
+// an address no other test process uses (its clients' device is the
+// default loopback one).
+func TestRDMACM(t *testing.T) {
+	need(t, "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client")
+	goRping := clitest.BuildPackage(t, "rping", "github.com/rdma-go/rdma-go/cmd/rping")
+	for _, c := range []struct {
+		name           string
+		server, client []string
+		want           string // in the client's output
+	}{
+		{"rping", []string{"rping", "-s", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, []string{"rping", "-c", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, "rdma-ping-9: "},
+		{"rping Go server", []string{"GO", "-s", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, []string{"rping", "-c", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, "rdma-ping-9: "},
+		{"rping Go client", []string{"rping", "-s", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, []string{"GO", "-c", "-a", "ADDR", "-p", "PORT", "-C", "10", "-v"}, "rdma-ping-9: "},
+		{"ucmatose", []string{"ucmatose", "-b", "ADDR", "-p", "PORT"}, []string{"ucmatose", "-s", "ADDR", "-p", "PORT"}, "test complete"},
+		{"udaddy", []string{"udaddy", "-b", "ADDR"}, []string{"udaddy", "-s", "ADDR"}, "test complete"},
+		{"rdma_server", []string{"rdma_server", "-s", "ADDR", "-p", "PORT"}, []string{"rdma_client", "-s", "ADDR", "-p", "PORT"}, "rdma_client: end 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port, addr := freePort(t), testdev.Addr().String()
+			fix := func(args []string) []string {
+				out := append([]string{}, args...)
+				for i, a := range out {
+					switch a {
+					case "PORT":
+						out[i] = port
+					case "ADDR":
+						out[i] = addr
+					case "GO":
+						out[i] = goRping
+					}
+				}
+				return out
+			}
+			_, cout := cmPair(t, fix(c.server), fix(c.client), append(env(t), "RDMA_GO_LOOPBACK="+addr), env(t))
+			if !strings.Contains(cout, c.want) {
+				t.Errorf("client output lacks %q:\n%s", c.want, cout)
+			}
+		})
 	}
 }
