@@ -258,10 +258,10 @@ func (q *qpState) free() {
 // QP's PD, and posts that (the device copies inline data at post time, so
 // the slots are free again when the post returns).
 type inlineArena struct {
-	mu   sync.Mutex
-	max  int    // max_inline_data
-	buf  []byte // postBatch slots of max bytes, C memory
-	mr   *verbs.MR
+	mu  sync.Mutex
+	max int    // max_inline_data
+	buf []byte // postBatch slots of max bytes, C memory
+	mr  *verbs.MR
 }
 
 func newInlineArena(pd *verbs.PD, max int) *inlineArena {
