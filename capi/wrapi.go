@@ -35,6 +35,17 @@ func (q *qpState) last() *verbs.SendWR {
 	return &q.pending[len(q.pending)-1]
 }
 
+// rgo_wr_unsupported records an ibv_wr_* call the soft device does not
+// support (bind_mw, send_tso, set_xrc_srqn, atomic_write).
+//
+//export rgo_wr_unsupported
+func rgo_wr_unsupported(c *C.struct_ibv_qp_ex) {
+	q := qpxOf(c)
+	if q.werr == nil {
+		q.werr = syscall.EOPNOTSUPP
+	}
+}
+
 //export rgo_wr_start
 func rgo_wr_start(c *C.struct_ibv_qp_ex) {
 	q := qpxOf(c)
