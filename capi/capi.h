@@ -90,6 +90,7 @@ void rgo_set_errno(int e);
 void rgo_init_context_ops(struct rgo_context *c);
 void rgo_init_qp_ex_ops(struct rgo_qp *q);
 int rgo_eventfd(void);
+int rgo_devnull(void);
 int rgo_eventfd_wait(int fd);
 void rgo_eventfd_post(int fd);
 

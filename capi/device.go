@@ -218,7 +218,9 @@ func newContext(d *C.struct_ibv_device, vc *verbs.Context) (*ctxState, error) {
 	rc := (*C.struct_rgo_context)(C.calloc(1, C.sizeof_struct_rgo_context))
 	ic := &rc.vctx.context
 	ic.device = d
-	ic.cmd_fd = -1
+	// No kernel command channel: cmd_fd is /dev/null, so that a program
+	// that passes it on (dup, ibv_import_device) meets a valid fd.
+	ic.cmd_fd = C.rgo_devnull()
 	ic.async_fd = fd
 	ic.num_comp_vectors = C.int(max(attr.NumCompVectors, 1))
 	C.pthread_mutex_init(&ic.mutex, nil)
@@ -242,6 +244,7 @@ func rgo_ibv_close_device(c *C.struct_ibv_context) C.int {
 		return failNeg(err)
 	}
 	C.close(c.async_fd)
+	C.close(c.cmd_fd)
 	cgo.Handle(s.c.h).Delete()
 	C.pthread_mutex_destroy(&c.mutex)
 	C.free(unsafe.Pointer(s.c))

@@ -89,7 +89,7 @@ int rgo_ibv_dofork_range(void *base, size_t size) { return 0; }
 // NULL or -1 with errno set, or the errno value itself.
 void *rgo_unsupported_null(void) { errno = EOPNOTSUPP; return NULL; }
 int rgo_unsupported_neg(void) { errno = EOPNOTSUPP; return -1; }
-int rgo_unsupported_errno(void) { return EOPNOTSUPP; }
+int rgo_unsupported_errno(void) { errno = EOPNOTSUPP; return EOPNOTSUPP; }
 int rgo_unsupported_negerrno(void) { return -EOPNOTSUPP; }
 void rgo_unsupported_void(void) {}
 int rgo_unsupported_zero(void) { return 0; }

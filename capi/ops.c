@@ -61,16 +61,16 @@ void rgo_init_context_ops(struct rgo_context *c) {
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
 
-// The ibv_wr_* calls the soft device does not support record the error,
+// The ibv_wr_* calls the soft device does not support (QPs asking for them
+// at creation are refused) record the error,
 // which wr_complete returns.
-static void wr_unsupported_bind_mw(struct ibv_qp_ex *qp, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info) { rgo_wr_unsupported(qp); }
 static void wr_unsupported_tso(struct ibv_qp_ex *qp, void *hdr, uint16_t hdr_sz, uint16_t mss) { rgo_wr_unsupported(qp); }
 static void wr_unsupported_xrc(struct ibv_qp_ex *qp, uint32_t srqn) { rgo_wr_unsupported(qp); }
 static void wr_unsupported_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, const void *wr) { rgo_wr_unsupported(qp); }
 
 void rgo_init_qp_ex_ops(struct rgo_qp *q) {
 	struct ibv_qp_ex *x = &q->qpx;
-	x->wr_bind_mw = wr_unsupported_bind_mw;
+	x->wr_bind_mw = (void *)rgo_wr_bind_mw;
 	x->wr_send_tso = wr_unsupported_tso;
 	x->wr_set_xrc_srqn = wr_unsupported_xrc;
 	x->wr_atomic_write = wr_unsupported_atomic_write;
@@ -96,6 +96,8 @@ void rgo_init_qp_ex_ops(struct rgo_qp *q) {
 // Completion channels and the async event fd are semaphore eventfds: one
 // count per queued event, so that poll(2) and epoll see them readable
 // exactly while an event waits, and a read takes one.
+int rgo_devnull(void) { return open("/dev/null", O_RDWR | O_CLOEXEC); }
+
 int rgo_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE); }
 
 // rgo_eventfd_wait takes one count, blocking unless the program made the

@@ -48,18 +48,30 @@ func rgo_ibv_create_qp(c *C.struct_ibv_pd, init *C.struct_ibv_qp_init_attr) *C.s
 	return createQP(c, init, false)
 }
 
+// sendOps are the ibv_wr_* operations the soft device supports (not TSO or
+// ATOMIC_WRITE).
+const sendOps = C.IBV_QP_EX_WITH_RDMA_WRITE | C.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | C.IBV_QP_EX_WITH_SEND |
+	C.IBV_QP_EX_WITH_SEND_WITH_IMM | C.IBV_QP_EX_WITH_RDMA_READ | C.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	C.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | C.IBV_QP_EX_WITH_LOCAL_INV | C.IBV_QP_EX_WITH_BIND_MW |
+	C.IBV_QP_EX_WITH_SEND_WITH_INV
+
 // rgo_create_qp_ex is verbs_context's create_qp_ex (ibv_create_qp_ex):
 // the PD is required; send_ops_flags make the QP an ibv_qp_ex for the
 // ibv_wr_* API. Other extensions are not supported.
 //
 //export rgo_create_qp_ex
 func rgo_create_qp_ex(c *C.struct_ibv_context, x *C.struct_ibv_qp_init_attr_ex) *C.struct_ibv_qp {
-	const known = C.IBV_QP_INIT_ATTR_PD | C.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+	const known = C.IBV_QP_INIT_ATTR_PD | C.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | C.IBV_QP_INIT_ATTR_CREATE_FLAGS |
+		C.IBV_QP_INIT_ATTR_MAX_TSO_HEADER
 	if x.comp_mask&C.IBV_QP_INIT_ATTR_PD == 0 || x.pd == nil {
 		fail(syscall.EINVAL)
 		return nil
 	}
-	if x.comp_mask&^known != 0 || x.create_flags != 0 {
+	// Only the members comp_mask names are read; of those, no create
+	// flag and no TSO are supported.
+	if x.comp_mask&^known != 0 || x.comp_mask&C.IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && x.create_flags != 0 ||
+		x.comp_mask&C.IBV_QP_INIT_ATTR_MAX_TSO_HEADER != 0 && x.max_tso_header != 0 ||
+		x.comp_mask&C.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && x.send_ops_flags&^sendOps != 0 {
 		fail(syscall.EOPNOTSUPP)
 		return nil
 	}
@@ -74,6 +86,12 @@ func rgo_create_qp_ex(c *C.struct_ibv_context, x *C.struct_ibv_qp_init_attr_ex) 
 
 func createQP(c *C.struct_ibv_pd, init *C.struct_ibv_qp_init_attr, ex bool) *C.struct_ibv_qp {
 	p := pdOf(c)
+	switch init.qp_type {
+	case C.IBV_QPT_RC, C.IBV_QPT_UC, C.IBV_QPT_UD:
+	default: // raw packet, XRC, driver QPs
+		fail(syscall.EOPNOTSUPP)
+		return nil
+	}
 	if init.send_cq == nil || init.recv_cq == nil {
 		fail(syscall.EINVAL)
 		return nil

@@ -36,7 +36,7 @@ func (q *qpState) last() *verbs.SendWR {
 }
 
 // rgo_wr_unsupported records an ibv_wr_* call the soft device does not
-// support (bind_mw, send_tso, set_xrc_srqn, atomic_write).
+// support (send_tso, set_xrc_srqn, atomic_write).
 //
 //export rgo_wr_unsupported
 func rgo_wr_unsupported(c *C.struct_ibv_qp_ex) {
@@ -69,7 +69,10 @@ func rgo_wr_complete(c *C.struct_ibv_qp_ex) C.int {
 		})
 	}
 	rgo_wr_abort(c)
-	return errno(err)
+	if err != nil {
+		return fail(err) // errno set too, as rdma-core's providers leave it
+	}
+	return 0
 }
 
 //export rgo_wr_abort
@@ -126,6 +129,17 @@ func rgo_wr_atomic_cmp_swp(c *C.struct_ibv_qp_ex, rkey C.uint32_t, addr, compare
 func rgo_wr_atomic_fetch_add(c *C.struct_ibv_qp_ex, rkey C.uint32_t, addr, add C.uint64_t) {
 	w := qpxOf(c).start(c, verbs.WRAtomicFetchAndAdd)
 	w.RKey, w.RemoteAddr, w.CompareAdd = uint32(rkey), uint64(addr), uint64(add)
+}
+
+//export rgo_wr_bind_mw
+func rgo_wr_bind_mw(c *C.struct_ibv_qp_ex, mw *C.struct_ibv_mw, rkey C.uint32_t, info *C.struct_ibv_mw_bind_info) {
+	q := qpxOf(c)
+	w := q.start(c, verbs.WRBindMW)
+	if mw == nil || info == nil {
+		q.werr = syscall.EINVAL
+		return
+	}
+	w.BindMW, w.BindRKey, w.BindInfo = mwOf(mw).mw, uint32(rkey), toBindInfo(info)
 }
 
 //export rgo_wr_set_ud_addr

@@ -2,15 +2,19 @@ package dropintest
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/elf"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -432,4 +436,126 @@ func TestRDMACM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pyverbsPass is how many tests of rdma-core's suite pass over the drop-in
+// (82 of 273; the others skip: mlx5, efa, ODP, device memory, dmabuf, XRC,
+// flow steering, extended CQs, ...). Fewer is a regression.
+const pyverbsPass = 82
+
+// TestPyverbs runs rdma-core's own test suite (tests/, which Debian's
+// python3-pyverbs ships under /usr/share/doc/rdma-core) over the drop-in,
+// as run_tests.py --dev rgo0 --gid 1 does: no test may fail or error, and
+// at least pyverbsPass must pass. The table per module is in the log.
+func TestPyverbs(t *testing.T) {
+	need(t)
+	src := "/usr/share/doc/rdma-core/tests"
+	if _, err := os.Stat(filepath.Join(src, "run_tests.py")); err != nil {
+		t.Skip("no rdma-core tests (Debian: python3-pyverbs)")
+	}
+	py := "/usr/bin/python3" // the system's, which has pyverbs
+	if out, err := exec.Command(py, "-c", "import pyverbs").CombinedOutput(); err != nil {
+		t.Skipf("no pyverbs for %s: %v %s", py, err, out)
+	}
+	work := t.TempDir()
+	tests := filepath.Join(work, "tests")
+	if err := copyTests(src, tests); err != nil {
+		t.Fatal(err)
+	}
+	driver, err := os.ReadFile("testdata/pyverbs_run.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tests, "pyverbs_run.py"), driver, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "tests/pyverbs_run.py", "--dev", "rgo0", "--gid", "1")
+	cmd.Dir, cmd.Env = work, env(t)
+	var stderr clitest.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the suite did not run: %v\n%s", err, stderr.String())
+	}
+	type counts struct{ pass, skip, bad int }
+	byModule := map[string]*counts{}
+	var total counts
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "RESULT" {
+			continue
+		}
+		mod := strings.Split(f[1], ".")[1]
+		c := byModule[mod]
+		if c == nil {
+			c = &counts{}
+			byModule[mod] = c
+		}
+		switch f[2] {
+		case "pass":
+			c.pass++
+			total.pass++
+		case "skip":
+			c.skip++
+			total.skip++
+		default:
+			c.bad++
+			total.bad++
+			t.Errorf("%s: %s", f[1], f[2])
+		}
+	}
+	var mods []string
+	for m := range byModule {
+		mods = append(mods, m)
+	}
+	slices.Sort(mods)
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "%-24s %5s %5s %5s\n", "module", "pass", "skip", "fail")
+	for _, m := range mods {
+		c := byModule[m]
+		fmt.Fprintf(&tab, "%-24s %5d %5d %5d\n", m, c.pass, c.skip, c.bad)
+	}
+	fmt.Fprintf(&tab, "%-24s %5d %5d %5d\n", "total", total.pass, total.skip, total.bad)
+	t.Logf("rdma-core's tests over the drop-in:\n%s", tab.String())
+	if total.bad > 0 || total.pass < pyverbsPass {
+		t.Errorf("%d passed (want at least %d), %d failed\n%s", total.pass, pyverbsPass, total.bad, stderr.String())
+	}
+}
+
+// copyTests copies rdma-core's tests directory, decompressing the files
+// Debian gzipped.
+func copyTests(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		name := e.Name()
+		if strings.HasSuffix(name, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if b, err = io.ReadAll(zr); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			name = strings.TrimSuffix(name, ".gz")
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
