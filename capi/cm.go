@@ -311,8 +311,7 @@ func rgo_rdma_destroy_event_channel(c *C.struct_rdma_event_channel) {
 	cc.stop()
 	<-cc.done
 	C.close(c.fd)
-	cgo.Handle(cc.c.h).Delete()
-	C.free(unsafe.Pointer(cc.c))
+	release(cc.c.h, unsafe.Pointer(cc.c))
 }
 
 //export rgo_rdma_event_str
@@ -619,8 +618,7 @@ func (x *cmID) free() {
 	ids.Lock()
 	delete(ids.m, x.id)
 	ids.Unlock()
-	cgo.Handle(x.c.h).Delete()
-	C.free(unsafe.Pointer(x.c))
+	release(x.c.h, unsafe.Pointer(x.c))
 }
 
 //export rgo_rdma_destroy_id

@@ -152,8 +152,7 @@ func (cs *chanState) free() {
 	cs.stop()
 	<-cs.done
 	C.close(cs.c.ch.fd)
-	cgo.Handle(cs.c.h).Delete()
-	C.free(unsafe.Pointer(cs.c))
+	release(cs.c.h, unsafe.Pointer(cs.c))
 }
 
 //export rgo_ibv_create_cq
@@ -233,8 +232,7 @@ func (q *cqState) free() {
 	C.rgo_cq_wait_acked(c, C.uint32_t(comp), C.uint32_t(async))
 	C.pthread_cond_destroy(&c.cond)
 	C.pthread_mutex_destroy(&c.mutex)
-	cgo.Handle(q.c.h).Delete()
-	C.free(unsafe.Pointer(q.c))
+	release(q.c.h, unsafe.Pointer(q.c))
 }
 
 //export rgo_req_notify_cq

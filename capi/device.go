@@ -59,6 +59,12 @@ func setString(dst *C.char, n int, s string) {
 	copy(b[:n-1], s)
 }
 
+// release ends a wrapper: deletes its handle h and frees its C memory p.
+func release(h C.uintptr_t, p unsafe.Pointer) {
+	cgo.Handle(h).Delete()
+	C.free(p)
+}
+
 // handleOf returns the Go value behind a wrapper's cgo handle.
 func handleOf[T any](h C.uintptr_t) T { return cgo.Handle(h).Value().(T) }
 

@@ -65,8 +65,7 @@ func rgo_ibv_dealloc_pd(c *C.struct_ibv_pd) C.int {
 }
 
 func (p *pdState) free() {
-	cgo.Handle(p.c.h).Delete()
-	C.free(unsafe.Pointer(p.c))
+	release(p.c.h, unsafe.Pointer(p.c))
 }
 
 type mrState struct {
@@ -126,8 +125,7 @@ func rgo_ibv_dereg_mr(c *C.struct_ibv_mr) C.int {
 	if err := m.mr.Dereg(); err != nil {
 		return errno(err)
 	}
-	cgo.Handle(m.c.h).Delete()
-	C.free(unsafe.Pointer(m.c))
+	release(m.c.h, unsafe.Pointer(m.c))
 	return 0
 }
 
@@ -164,8 +162,7 @@ func rgo_dealloc_mw(c *C.struct_ibv_mw) C.int {
 	if err := m.mw.Dealloc(); err != nil {
 		return errno(err)
 	}
-	cgo.Handle(m.c.h).Delete()
-	C.free(unsafe.Pointer(m.c))
+	release(m.c.h, unsafe.Pointer(m.c))
 	return 0
 }
 
@@ -269,8 +266,7 @@ func rgo_ibv_destroy_ah(c *C.struct_ibv_ah) C.int {
 	if err := a.ah.Destroy(); err != nil {
 		return errno(err)
 	}
-	cgo.Handle(a.c.h).Delete()
-	C.free(unsafe.Pointer(a.c))
+	release(a.c.h, unsafe.Pointer(a.c))
 	return 0
 }
 
@@ -342,8 +338,7 @@ func rgo_ibv_destroy_srq(c *C.struct_ibv_srq) C.int {
 	C.rgo_wait_events(&c.mutex, &c.cond, &c.events_completed, C.uint32_t(n))
 	C.pthread_cond_destroy(&c.cond)
 	C.pthread_mutex_destroy(&c.mutex)
-	cgo.Handle(s.c.h).Delete()
-	C.free(unsafe.Pointer(s.c))
+	release(s.c.h, unsafe.Pointer(s.c))
 	return 0
 }
 

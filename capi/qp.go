@@ -265,8 +265,7 @@ func (q *qpState) free() {
 	C.pthread_cond_destroy(&c.cond)
 	C.pthread_mutex_destroy(&c.mutex)
 	q.inl.free()
-	cgo.Handle(q.c.h).Delete()
-	C.free(unsafe.Pointer(q.c))
+	release(q.c.h, unsafe.Pointer(q.c))
 }
 
 // inlineArena stages a QP's inline data. A program's inline SGEs name

@@ -240,43 +240,62 @@ func listening(port string) bool {
 	return false
 }
 
+// server is a server program started for a test.
+type server struct {
+	out    clitest.Buffer
+	done   chan error
+	cancel context.CancelFunc
+}
+
+// startServer starts argv with env, for at most two minutes.
+func startServer(t *testing.T, argv, env []string) *server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	s := &server{done: make(chan error, 1), cancel: cancel}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &s.out, &s.out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { s.done <- cmd.Wait() }()
+	return s
+}
+
+// wait returns the server's exit error, killing it after a minute.
+func (s *server) wait() error {
+	defer s.cancel()
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(time.Minute):
+		s.cancel()
+		return <-s.done
+	}
+}
+
 // pair runs a server and then its client (the server's args plus the
 // server's host) and returns both outputs; both must exit 0.
 func pair(t *testing.T, server, client string, serverEnv, clientEnv []string, port string, args ...string) (string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var sout clitest.Buffer
-	srv := exec.CommandContext(ctx, server, args...)
-	srv.Env, srv.Stdout, srv.Stderr = serverEnv, &sout, &sout
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
+	srv := startServer(t, append([]string{server}, args...), serverEnv)
 	deadline := time.Now().Add(time.Minute)
 	for !listening(port) {
 		select {
-		case err := <-done:
-			t.Fatalf("server %s %q ended before listening: %v\n%s", server, args, err, sout.String())
+		case err := <-srv.done:
+			t.Fatalf("server %s %q ended before listening: %v\n%s", server, args, err, srv.out.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server %s %q not listening on %s after a minute\n%s", server, args, port, sout.String())
+			srv.cancel()
+			t.Fatalf("server %s %q not listening on %s after a minute\n%s", server, args, port, srv.out.String())
 		}
 	}
 	cout, cerr, code := clitest.Run(t, client, clientEnv, append(append([]string{}, args...), "localhost")...)
-	var serr error
-	select {
-	case serr = <-done:
-	case <-time.After(time.Minute):
-		cancel()
-		serr = <-done
+	if serr := srv.wait(); code != 0 || serr != nil {
+		t.Fatalf("%s %q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, args, code, serr, cout, cerr, srv.out.String())
 	}
-	if code != 0 || serr != nil {
-		t.Fatalf("%s %q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, args, code, serr, cout, cerr, sout.String())
-	}
-	return sout.String(), cout + cerr
+	return srv.out.String(), cout + cerr
 }
 
 var itersLine = regexp.MustCompile(`(?m)^\d+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$`)
@@ -362,37 +381,21 @@ func TestAsyncWatch(t *testing.T) {
 // must exit 0.
 func cmPair(t *testing.T, server, client []string, serverEnv, clientEnv []string) (string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var sout clitest.Buffer
-	srv := exec.CommandContext(ctx, server[0], server[1:]...)
-	srv.Env, srv.Stdout, srv.Stderr = serverEnv, &sout, &sout
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
+	srv := startServer(t, server, serverEnv)
 	var cout, cerr string
 	code := -1
 	for try := 0; try < 40 && code != 0; try++ {
 		select {
-		case err := <-done:
-			t.Fatalf("server %q ended before its client connected: %v\n%s\nlast client try:\n%s%s", server, err, sout.String(), cout, cerr)
+		case err := <-srv.done:
+			t.Fatalf("server %q ended before its client connected: %v\n%s\nlast client try:\n%s%s", server, err, srv.out.String(), cout, cerr)
 		case <-time.After(250 * time.Millisecond):
 		}
 		cout, cerr, code = clitest.Run(t, client[0], clientEnv, client[1:]...)
 	}
-	var serr error
-	select {
-	case serr = <-done:
-	case <-time.After(time.Minute):
-		cancel()
-		serr = <-done
+	if serr := srv.wait(); code != 0 || serr != nil {
+		t.Fatalf("%q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, code, serr, cout, cerr, srv.out.String())
 	}
-	if code != 0 || serr != nil {
-		t.Fatalf("%q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, code, serr, cout, cerr, sout.String())
-	}
-	return sout.String(), cout + cerr
+	return srv.out.String(), cout + cerr
 }
 
 // TestRDMACM runs rdmacm-utils' programs, both ends over the drop-in, and
