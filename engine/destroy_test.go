@@ -9,18 +9,15 @@ import (
 	"github.com/rdma-go/rdma-go/wire"
 )
 
-// A QP destroyed while its receive path still owes a coalesced ACK sends the
-// ACK first; otherwise the peer's last send never completes (it retransmits
-// to a QP that no longer exists).
-func TestDestroySendsDeferredAck(t *testing.T) {
-	p := newPair(t, 0)
+// owedAck has A send one SEND that B receives the way its receive path
+// does up to the end of a batch: B owes the coalesced ACK then.
+func owedAck(t *testing.T, p *pair) {
+	t.Helper()
 	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
 	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
 	if len(p.la.q) != 1 {
 		t.Fatalf("A sent %d datagrams, want 1", len(p.la.q))
 	}
-	// Deliver the SEND to B by hand, the way the receive path does up to
-	// the point where it would flush the deferred ACK at batch end.
 	d := p.la.q[0]
 	p.la.q = nil
 	var pkt wire.Packet
@@ -34,6 +31,14 @@ func TestDestroySendsDeferredAck(t *testing.T) {
 	if len(p.lb.q) != 0 {
 		t.Fatalf("B answered before the batch ended: %d datagrams", len(p.lb.q))
 	}
+}
+
+// A QP destroyed while its receive path still owes a coalesced ACK sends the
+// ACK first; otherwise the peer's last send never completes (it retransmits
+// to a QP that no longer exists).
+func TestDestroySendsDeferredAck(t *testing.T) {
+	p := newPair(t, 0)
+	owedAck(t, p)
 	if c := p.brq.take(); len(c) != 1 {
 		t.Fatalf("B's receive completions: %+v", c)
 	}
@@ -117,21 +122,7 @@ func TestDestroyWaitsForAckBeingSent(t *testing.T) {
 // the responder still owes must go out then, not crash the device.
 func TestLocalErrorSendsDeferredAck(t *testing.T) {
 	p := newPair(t, 0)
-	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
-	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
-	d := p.la.q[0]
-	p.la.q = nil
-	var pkt wire.Packet
-	must(t, pkt.Parse(d.Buf))
-	p.b.mu.Lock()
-	tx := p.hb.getTx()
-	p.b.handleRequest(p.now, &pkt, tx)
-	p.hb.flush(tx)
-	p.hb.putTx(tx)
-	p.b.mu.Unlock()
-	if len(p.lb.q) != 0 {
-		t.Fatalf("B answered before the batch ended: %d datagrams", len(p.lb.q))
-	}
+	owedAck(t, p)
 	bad := p.sge(p.mrb, 0, 64)
 	bad[0].LKey ^= 0x5a5a5a
 	must(t, p.b.PostSend(p.now, &SendWR{ID: 2, Op: WRSend, Flags: SendSignaled, SGL: bad}))
