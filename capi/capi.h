@@ -34,7 +34,8 @@ struct rgo_mw {
 };
 
 struct rgo_cq {
-	struct ibv_cq cq;
+	struct ibv_cq_ex cqx; /* starts with the struct ibv_cq programs see */
+	struct ibv_wc cur;    /* an extended CQ's current completion */
 	uintptr_t h;
 };
 
@@ -89,6 +90,7 @@ enum { RGO_GID_TYPE_SYSFS_IB_ROCE_V1 = 0, RGO_GID_TYPE_SYSFS_ROCE_V2 = 1 };
 void rgo_set_errno(int e);
 void rgo_init_context_ops(struct rgo_context *c);
 void rgo_init_qp_ex_ops(struct rgo_qp *q);
+void rgo_init_cq_ex_ops(struct rgo_cq *q);
 int rgo_eventfd(void);
 int rgo_devnull(void);
 int rgo_eventfd_wait(int fd);

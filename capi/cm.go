@@ -523,7 +523,7 @@ func (x *cmID) adopt(init *C.struct_ibv_qp_init_attr, cpd *C.struct_ibv_pd) erro
 		}
 		q := wrapCQ(s, v, x.compChan, nil)
 		x.cqs = append(x.cqs, q)
-		return &q.c.cq
+		return q.ccq()
 	}
 	init.send_cq = cq(init.send_cq, x.id.SendCQ())
 	if x.id.RecvCQ() == x.id.SendCQ() && init.recv_cq == nil {

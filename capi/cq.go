@@ -46,6 +46,9 @@ type cqState struct {
 	compEvents, asyncEvents uint32
 }
 
+// ccq is the struct ibv_cq programs see (the start of the ibv_cq_ex).
+func (q *cqState) ccq() *C.struct_ibv_cq { return (*C.struct_ibv_cq)(unsafe.Pointer(q.c)) }
+
 func cqOf(c *C.struct_ibv_cq) *cqState {
 	return handleOf[*cqState]((*C.struct_rgo_cq)(unsafe.Pointer(c)).h)
 }
@@ -127,7 +130,7 @@ func rgo_pop_cq_event(c *C.struct_ibv_comp_channel) *C.struct_ibv_cq {
 	q := cs.q[0]
 	cs.q = cs.q[1:]
 	q.compEvents++
-	return &q.c.cq
+	return q.ccq()
 }
 
 // drop removes q's queued events (q is being destroyed).
@@ -173,7 +176,64 @@ func rgo_ibv_create_cq(c *C.struct_ibv_context, cqe C.int, cqContext unsafe.Poin
 		fail(err)
 		return nil
 	}
-	return &wrapCQ(s, vcq, cs, cqContext).c.cq
+	return wrapCQ(s, vcq, cs, cqContext).ccq()
+}
+
+// wcExFlags are the completion fields an extended CQ can report: the
+// standard ones, no timestamps, VLANs, flow tags or tag matching.
+const wcExFlags = C.IBV_WC_EX_WITH_BYTE_LEN | C.IBV_WC_EX_WITH_IMM | C.IBV_WC_EX_WITH_QP_NUM |
+	C.IBV_WC_EX_WITH_SRC_QP | C.IBV_WC_EX_WITH_SLID | C.IBV_WC_EX_WITH_SL | C.IBV_WC_EX_WITH_DLID_PATH_BITS
+
+// rgo_create_cq_ex is verbs_context's create_cq_ex (ibv_create_cq_ex).
+//
+//export rgo_create_cq_ex
+func rgo_create_cq_ex(c *C.struct_ibv_context, a *C.struct_ibv_cq_init_attr_ex) *C.struct_ibv_cq_ex {
+	const flags = C.IBV_CREATE_CQ_ATTR_SINGLE_THREADED | C.IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+	if a.wc_flags&^wcExFlags != 0 || a.comp_mask&^C.IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 ||
+		a.comp_mask&C.IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags&^flags != 0 {
+		fail(syscall.EOPNOTSUPP)
+		return nil
+	}
+	if a.cqe > 1<<30 {
+		fail(syscall.EINVAL)
+		return nil
+	}
+	cq := rgo_ibv_create_cq(c, C.int(a.cqe), a.cq_context, a.channel, C.int(a.comp_vector))
+	if cq == nil {
+		return nil
+	}
+	q := cqOf(cq)
+	q.c.cqx.comp_mask = 0
+	C.rgo_init_cq_ex_ops(q.c)
+	return &q.c.cqx
+}
+
+// rgo_cq_start_poll begins a poll of an extended CQ: ENOENT when it is
+// empty, else 0 with the completion current.
+//
+//export rgo_cq_start_poll
+func rgo_cq_start_poll(c *C.struct_ibv_cq_ex, attr *C.struct_ibv_poll_cq_attr) C.int {
+	if attr != nil && attr.comp_mask != 0 {
+		return C.EINVAL
+	}
+	return rgo_cq_next_poll(c)
+}
+
+//export rgo_cq_next_poll
+func rgo_cq_next_poll(c *C.struct_ibv_cq_ex) C.int {
+	q := cqOf((*C.struct_ibv_cq)(unsafe.Pointer(c)))
+	var wc [1]verbs.WC
+	n, err := q.cq.Poll(wc[:])
+	if err != nil {
+		return errno(err)
+	}
+	if n == 0 {
+		return C.ENOENT
+	}
+	fillWC(&q.c.cur, &wc[0])
+	c.status = q.c.cur.status
+	c.wr_id = q.c.cur.wr_id
+	return 0
 }
 
 // wrapCQ makes the struct ibv_cq of vcq, a CQ of s on channel cs (nil for
@@ -181,15 +241,15 @@ func rgo_ibv_create_cq(c *C.struct_ibv_context, cqe C.int, cqContext unsafe.Poin
 func wrapCQ(s *ctxState, vcq *verbs.CQ, cs *chanState, cqContext unsafe.Pointer) *cqState {
 	q := &cqState{cq: vcq, ctx: s, ch: cs}
 	q.c = (*C.struct_rgo_cq)(C.calloc(1, C.sizeof_struct_rgo_cq))
-	q.c.cq.context = &s.c.vctx.context
+	q.ccq().context = &s.c.vctx.context
 	if cs != nil {
-		q.c.cq.channel = &cs.c.ch
+		q.ccq().channel = &cs.c.ch
 	}
-	q.c.cq.cq_context = cqContext
-	q.c.cq.cqe = C.int(vcq.Cap())
-	q.c.cq.handle = C.uint32_t(nextHandle())
-	C.pthread_mutex_init(&q.c.cq.mutex, nil)
-	C.pthread_cond_init(&q.c.cq.cond, nil)
+	q.ccq().cq_context = cqContext
+	q.ccq().cqe = C.int(vcq.Cap())
+	q.ccq().handle = C.uint32_t(nextHandle())
+	C.pthread_mutex_init(&q.ccq().mutex, nil)
+	C.pthread_cond_init(&q.ccq().cond, nil)
 	q.c.h = C.uintptr_t(cgo.NewHandle(q))
 	s.mu.Lock()
 	s.cqs[vcq] = q
@@ -220,13 +280,13 @@ func rgo_ibv_destroy_cq(c *C.struct_ibv_cq) C.int {
 // free releases the struct ibv_cq of a destroyed CQ, once the program
 // acknowledged its events.
 func (q *cqState) free() {
-	c := &q.c.cq
+	c := q.ccq()
 	q.ctx.mu.Lock()
 	delete(q.ctx.cqs, q.cq)
 	if q.ch != nil {
 		q.ch.drop(q)
 	}
-	q.ctx.dropAsync(unsafe.Pointer(&q.c.cq))
+	q.ctx.dropAsync(unsafe.Pointer(q.ccq()))
 	comp, async := q.compEvents, q.asyncEvents
 	q.ctx.mu.Unlock()
 	C.rgo_cq_wait_acked(c, C.uint32_t(comp), C.uint32_t(async))

@@ -285,7 +285,7 @@ func (s *ctxState) asyncLoop(ctx context.Context) {
 				s.mu.Unlock()
 				continue
 			}
-			*(**C.struct_ibv_cq)(el) = &q.c.cq
+			*(**C.struct_ibv_cq)(el) = q.ccq()
 		case ev.SRQ != nil:
 			q := s.srqs[ev.SRQ]
 			if q == nil {

@@ -22,6 +22,11 @@
 	SIZE(ibv_comp_channel) OFF(ibv_comp_channel, context) OFF(ibv_comp_channel, fd) OFF(ibv_comp_channel, refcnt) \
 	SIZE(ibv_cq) OFF(ibv_cq, context) OFF(ibv_cq, channel) OFF(ibv_cq, cq_context) OFF(ibv_cq, handle) OFF(ibv_cq, cqe) \
 	OFF(ibv_cq, mutex) OFF(ibv_cq, cond) OFF(ibv_cq, comp_events_completed) OFF(ibv_cq, async_events_completed) \
+	SIZE(ibv_cq_ex) OFF(ibv_cq_ex, comp_mask) OFF(ibv_cq_ex, status) OFF(ibv_cq_ex, wr_id) OFF(ibv_cq_ex, start_poll) \
+	OFF(ibv_cq_ex, next_poll) OFF(ibv_cq_ex, end_poll) OFF(ibv_cq_ex, read_opcode) OFF(ibv_cq_ex, read_dlid_path_bits) \
+	SIZE(ibv_cq_init_attr_ex) OFF(ibv_cq_init_attr_ex, cqe) OFF(ibv_cq_init_attr_ex, cq_context) \
+	OFF(ibv_cq_init_attr_ex, channel) OFF(ibv_cq_init_attr_ex, comp_vector) OFF(ibv_cq_init_attr_ex, wc_flags) \
+	OFF(ibv_cq_init_attr_ex, comp_mask) OFF(ibv_cq_init_attr_ex, flags) OFF(verbs_context, create_cq_ex) \
 	SIZE(ibv_srq) OFF(ibv_srq, context) OFF(ibv_srq, srq_context) OFF(ibv_srq, pd) OFF(ibv_srq, handle) \
 	OFF(ibv_srq, mutex) OFF(ibv_srq, cond) OFF(ibv_srq, events_completed) \
 	SIZE(ibv_qp) OFF(ibv_qp, context) OFF(ibv_qp, qp_context) OFF(ibv_qp, pd) OFF(ibv_qp, send_cq) OFF(ibv_qp, recv_cq) \

@@ -57,6 +57,7 @@ void rgo_init_context_ops(struct rgo_context *c) {
 	v->query_port = rgo_query_port;
 	v->query_device_ex = (void *)rgo_query_device_ex;
 	v->create_qp_ex = rgo_create_qp_ex;
+	v->create_cq_ex = rgo_create_cq_ex;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -91,6 +92,39 @@ void rgo_init_qp_ex_ops(struct rgo_qp *q) {
 	x->wr_start = rgo_wr_start;
 	x->wr_complete = rgo_wr_complete;
 	x->wr_abort = rgo_wr_abort;
+}
+
+// An extended CQ (ibv_create_cq_ex): start_poll and next_poll move one
+// completion into the wrapper (a call into Go), the read_* calls read it
+// there, in C.
+#define CUR(cq) (((struct rgo_cq *)(cq))->cur)
+static void cq_end_poll(struct ibv_cq_ex *cq) {}
+static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *cq) { return CUR(cq).opcode; }
+static uint32_t cq_read_vendor_err(struct ibv_cq_ex *cq) { return CUR(cq).vendor_err; }
+static uint32_t cq_read_byte_len(struct ibv_cq_ex *cq) { return CUR(cq).byte_len; }
+static __be32 cq_read_imm_data(struct ibv_cq_ex *cq) { return CUR(cq).imm_data; }
+static uint32_t cq_read_qp_num(struct ibv_cq_ex *cq) { return CUR(cq).qp_num; }
+static uint32_t cq_read_src_qp(struct ibv_cq_ex *cq) { return CUR(cq).src_qp; }
+static unsigned int cq_read_wc_flags(struct ibv_cq_ex *cq) { return CUR(cq).wc_flags; }
+static uint32_t cq_read_slid(struct ibv_cq_ex *cq) { return CUR(cq).slid; }
+static uint8_t cq_read_sl(struct ibv_cq_ex *cq) { return CUR(cq).sl; }
+static uint8_t cq_read_dlid_path_bits(struct ibv_cq_ex *cq) { return CUR(cq).dlid_path_bits; }
+
+void rgo_init_cq_ex_ops(struct rgo_cq *q) {
+	struct ibv_cq_ex *x = &q->cqx;
+	x->start_poll = (void *)rgo_cq_start_poll;
+	x->next_poll = rgo_cq_next_poll;
+	x->end_poll = cq_end_poll;
+	x->read_opcode = cq_read_opcode;
+	x->read_vendor_err = cq_read_vendor_err;
+	x->read_byte_len = cq_read_byte_len;
+	x->read_imm_data = cq_read_imm_data;
+	x->read_qp_num = cq_read_qp_num;
+	x->read_src_qp = cq_read_src_qp;
+	x->read_wc_flags = cq_read_wc_flags;
+	x->read_slid = cq_read_slid;
+	x->read_sl = cq_read_sl;
+	x->read_dlid_path_bits = cq_read_dlid_path_bits;
 }
 
 // Completion channels and the async event fd are semaphore eventfds: one
