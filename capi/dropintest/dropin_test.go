@@ -74,9 +74,14 @@ func need(t *testing.T, progs ...string) {
 }
 
 // env is the environment of a program run over the drop-in: the soft
-// devices of a fresh machine (rgo0 on loopback), in the process itself.
-func env(t *testing.T) []string {
-	return clitest.Env(t, "LD_LIBRARY_PATH="+dir, "RDMA_GO_SERVICE=off")
+// devices of a fresh machine, in the process itself, with rgo0 on a
+// loopback address no other test process uses (its node GUID derives from
+// it, and a peer's late packets must not reach another test's device).
+func env(t *testing.T) []string { return envAt(t, testdev.Addr().String()) }
+
+// envAt is env with rgo0 on addr.
+func envAt(t *testing.T, addr string) []string {
+	return clitest.Env(t, "LD_LIBRARY_PATH="+dir, "RDMA_GO_SERVICE=off", "RDMA_GO_LOOPBACK="+addr)
 }
 
 func TestSymbols(t *testing.T) {
@@ -198,8 +203,9 @@ func TestDevices(t *testing.T) {
 	for _, c := range [][]string{{"ibv_devices"}, {"ibv_devinfo"}, {"ibv_devinfo", "-v"}, {"ibv_devinfo", "-d", "rgo0", "-i", "1"}} {
 		t.Run(strings.Join(c, " "), func(t *testing.T) {
 			ours := clitest.BuildPackage(t, c[0], "github.com/rdma-go/rdma-go/cmd/"+c[0])
-			sysOut, sysErr, sysCode := clitest.Run(t, c[0], env(t), c[1:]...)
-			goOut, goErr, goCode := clitest.Run(t, ours, env(t), c[1:]...)
+			e := env(t) // one address for both: the same device
+			sysOut, sysErr, sysCode := clitest.Run(t, c[0], e, c[1:]...)
+			goOut, goErr, goCode := clitest.Run(t, ours, e, c[1:]...)
 			if sysOut != goOut || sysErr != goErr || sysCode != goCode || !strings.Contains(sysOut, "rgo0") {
 				t.Errorf("Debian's %s over the drop-in (exit %d):\n%s%s\nrdma-go's (exit %d):\n%s%s", c[0], sysCode, sysOut, sysErr, goCode, goOut, goErr)
 			}
@@ -310,8 +316,7 @@ func TestPingpongs(t *testing.T) {
 		t.Run(strings.Join(c, " "), func(t *testing.T) {
 			need(t, c[0])
 			port := freePort(t)
-			e := env(t)
-			sout, cout := pair(t, c[0], c[0], e, e, port, append([]string{"-d", "rgo0", "-g", "1", "-n", "200", "-p", port}, c[1:]...)...)
+			sout, cout := pair(t, c[0], c[0], env(t), env(t), port, append([]string{"-d", "rgo0", "-g", "1", "-n", "200", "-p", port}, c[1:]...)...)
 			if !itersLine.MatchString(sout) || !itersLine.MatchString(cout) {
 				t.Errorf("no result line\nserver:\n%s\nclient:\n%s", sout, cout)
 			}
@@ -349,8 +354,7 @@ func TestPerftest(t *testing.T) {
 		t.Run(strings.Join(c, " "), func(t *testing.T) {
 			need(t, c[0])
 			port := freePort(t)
-			e := env(t)
-			_, cout := pair(t, c[0], c[0], e, e, port, append([]string{"-d", "rgo0", "-x", "1", "-n", "200", "-p", port}, c[1:]...)...)
+			_, cout := pair(t, c[0], c[0], env(t), env(t), port, append([]string{"-d", "rgo0", "-x", "1", "-n", "200", "-p", port}, c[1:]...)...)
 			re := bwLine
 			if strings.HasSuffix(c[0], "_lat") {
 				re = latLine
@@ -399,9 +403,7 @@ func cmPair(t *testing.T, server, client []string, serverEnv, clientEnv []string
 }
 
 // TestRDMACM runs rdmacm-utils' programs, both ends over the drop-in, and
-// rping against rdma-go's Go rping both ways. Each server's device binds
-// an address no other test process uses (its clients' device is the
-// default loopback one).
+// rping against rdma-go's Go rping both ways.
 func TestRDMACM(t *testing.T) {
 	need(t, "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client")
 	goRping := clitest.BuildPackage(t, "rping", "github.com/rdma-go/rdma-go/cmd/rping")
@@ -433,7 +435,7 @@ func TestRDMACM(t *testing.T) {
 				}
 				return out
 			}
-			_, cout := cmPair(t, fix(c.server), fix(c.client), append(env(t), "RDMA_GO_LOOPBACK="+addr), env(t))
+			_, cout := cmPair(t, fix(c.server), fix(c.client), envAt(t, addr), env(t))
 			if !strings.Contains(cout, c.want) {
 				t.Errorf("client output lacks %q:\n%s", c.want, cout)
 			}
