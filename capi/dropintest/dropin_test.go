@@ -405,7 +405,7 @@ func cmPair(t *testing.T, server, client []string, serverEnv, clientEnv []string
 // TestRDMACM runs rdmacm-utils' programs, both ends over the drop-in, and
 // rping against rdma-go's Go rping both ways.
 func TestRDMACM(t *testing.T) {
-	need(t, "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client")
+	need(t, "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client", "ib_write_bw", "ib_send_lat")
 	goRping := clitest.BuildPackage(t, "rping", "github.com/rdma-go/rdma-go/cmd/rping")
 	for _, c := range []struct {
 		name           string
@@ -418,6 +418,10 @@ func TestRDMACM(t *testing.T) {
 		{"ucmatose", []string{"ucmatose", "-b", "ADDR", "-p", "PORT"}, []string{"ucmatose", "-s", "ADDR", "-p", "PORT"}, "test complete"},
 		{"udaddy", []string{"udaddy", "-b", "ADDR"}, []string{"udaddy", "-s", "ADDR"}, "test complete"},
 		{"rdma_server", []string{"rdma_server", "-s", "ADDR", "-p", "PORT"}, []string{"rdma_client", "-s", "ADDR", "-p", "PORT"}, "rdma_client: end 0"},
+		// perftest with -R: its control channel and its QPs connected by
+		// rdma_cm, both libraries in one process.
+		{"ib_write_bw -R", []string{"ib_write_bw", "-d", "rgo0", "-R", "-n", "200", "-p", "PORT"}, []string{"ib_write_bw", "-d", "rgo0", "-R", "-n", "200", "-p", "PORT", "ADDR"}, "65536      200"},
+		{"ib_send_lat -R", []string{"ib_send_lat", "-d", "rgo0", "-R", "-n", "200", "-p", "PORT"}, []string{"ib_send_lat", "-d", "rgo0", "-R", "-n", "200", "-p", "PORT", "ADDR"}, " 2       200 "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			port, addr := freePort(t), testdev.Addr().String()
