@@ -659,13 +659,13 @@ fi
 # capi/build.sh: gcc and verbs.h needed), against rdma-core's on rxe in the
 # guest, both directions: ids capi-... Our side's tools are wrappers that
 # run the system's binary with LD_LIBRARY_PATH pointing at the drop-in.
-CAPI_IDS="capi-rc-s4096-rdmagoserver capi-rc-s4096-rxeserver capi-ud-s512-rdmagoserver capi-ud-s512-rxeserver capi-rping-s64-rdmagoserver capi-rping-s64-rxeserver capi-udaddy-rdmagoserver capi-udaddy-rxeserver"
+CAPI_IDS="capi-rc-s4096-rdmagoserver capi-rc-s4096-rxeserver capi-uc-s4096-rdmagoserver capi-uc-s4096-rxeserver capi-ud-s512-rdmagoserver capi-ud-s512-rxeserver capi-srq-s4096-rdmagoserver capi-srq-s4096-rxeserver capi-rping-s64-rdmagoserver capi-rping-s64-rxeserver capi-ucmatose-rdmagoserver capi-ucmatose-rxeserver capi-udaddy-rdmagoserver capi-udaddy-rxeserver capi-rdma_server-rdmagoserver capi-rdma_server-rxeserver"
 capi_selected() { local i; for i in $CAPI_IDS; do selected "$i" && return 0; done; return 1; }
 if capi_selected; then
 	echo
 	say "C programs over the drop-in (capi): Debian's tools on our side against rdma-core's on rxe"
 	capi_skip=
-	for t in ibv_rc_pingpong ibv_ud_pingpong rping udaddy gcc; do
+	for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client gcc; do
 		command -v $t >/dev/null 2>&1 || capi_skip="no $t on the host (Debian: ibverbs-utils, rdmacm-utils, gcc)"
 	done
 	[ -n "$capi_skip" ] || [ -f /usr/include/infiniband/verbs.h ] || capi_skip="no verbs.h on the host (Debian: libibverbs-dev)"
@@ -676,20 +676,26 @@ if capi_selected; then
 		say "SKIP: capi-...: $capi_skip"
 	else
 		mkdir -p "$BIN/capi-bin"
-		for t in ibv_rc_pingpong ibv_ud_pingpong rping udaddy; do
+		for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client; do
 			printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$BIN/capi" "$(command -v $t)" >"$BIN/capi-bin/$t"
 			chmod +x "$BIN/capi-bin/$t"
 		done
 		CAPI_SAVED_BIN=$BIN
 		BIN=$BIN/capi-bin XP_ID=capi-
-		case_rdmago_server rc 4096
-		case_rxe_server rc 4096
+		for kind in rc uc srq; do
+			case_rdmago_server $kind 4096
+			case_rxe_server $kind 4096
+		done
 		case_rdmago_server ud 512
 		case_rxe_server ud 512
 		cm_case_rdmago_server rping-s64 64 rping "-s -a $H -v -C 100" rping "-c -a $H -v -V -C 100" 100
 		cm_case_rxe_server rping-s64 64 rping "-s -a $V -v -C 100" TCP 7174 rping "-c -a $V -v -V -C 100" 100
+		cm_case_rdmago_server ucmatose - ucmatose "-b $H" ucmatose "-s $H"
+		cm_case_rxe_server ucmatose - ucmatose "-b $V" TCP 7471 ucmatose "-s $V"
 		cm_case_rdmago_server udaddy - udaddy "-b $H" udaddy "-s $H"
 		cm_case_rxe_server udaddy - udaddy "-b $V" UDP 7174 udaddy "-s $V"
+		cm_case_rdmago_server rdma_server - rdma_server "-s $H" rdma_client "-s $H"
+		cm_case_rxe_server rdma_server - rdma_server "-s $V" TCP 7471 rdma_client "-s $V"
 		BIN=$CAPI_SAVED_BIN XP_ID=
 	fi
 fi
