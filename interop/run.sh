@@ -224,6 +224,7 @@ devinfo_check "fields (-v)" -v
 
 # ------------------------------------------------------------------ pingpongs
 ITERS_RE="^$ITERS iters in [0-9.]+ seconds = [0-9.]+ usec/iter"
+PP_ITERS_RE=$ITERS_RE
 usec() { grep -Eo "^$ITERS iters in [0-9.]+ seconds = [0-9.]+ usec/iter" "$1" 2>/dev/null | awk '{print $(NF-1)}' | head -n1; }
 # srq_pingpong at 64 KiB uses 4 QPs instead of its default 16: 16 x 64
 # packets in flight each way is more than the TCG guest drains within the
@@ -265,9 +266,16 @@ side_ok() { [ "$2" = 0 ] && grep -Eq "$ITERS_RE" "$1"; }
 describe() {  # describe LOG RC: short description of a side's outcome
 	local d="rc=$2"
 	[ "$2" = 124 ] && d="timed out"
-	if grep -Eq "$ITERS_RE" "$1"; then d+=", $(usec "$1") usec/iter"; else d+=", no iters line"; fi
+	if grep -Eq "$ITERS_RE" "$1"; then d+=", $($FIG "$1")"; else d+=", no result line"; fi
 	echo "$d"
 }
+# The result a side prints: a pingpong's usec/iter, or (with ITERS_RE=$PT_RE
+# and FIG=pt_fig) a perftest tool's result line.
+pp_fig() { echo "$(usec "$1") usec/iter"; }
+pt_fig() { grep -Em1 "$ITERS_RE" "$1" | tr -s ' \t' ' ' | sed 's/^ //'; }
+FIG=pp_fig
+PT_RE='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
+PT_ITERS=200
 
 show_logs() {  # show_logs LABEL LOG...
 	local l=$1 f
@@ -287,6 +295,8 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-client.log tl=$LOGDIR/$id.rxe-server.log
 	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
+	# KIND ib_*: a perftest tool, GID index 1 (-x), PT_ITERS iterations.
+	[[ $kind == ib_* ]] && tool=$kind args=(-x 1 -p "$port" -n "$PT_ITERS" -s "$size" "$@")
 	cap_start "$id"
 	local drops0
 	drops0=$(tap_dropped)
@@ -338,6 +348,8 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	selected "$id" || return 0
 	local ol=$LOGDIR/$id.rdma-go-server.log tl=$LOGDIR/$id.rxe-client.log
 	local args=(-g 1 -p "$port" -n "$ITERS" -s "$size" "$@")
+	# KIND ib_*: a perftest tool, GID index 1 (-x), PT_ITERS iterations.
+	[[ $kind == ib_* ]] && tool=$kind args=(-x 1 -p "$port" -n "$PT_ITERS" -s "$size" "$@")
 	cap_start "$id"
 	local drops0
 	drops0=$(tap_dropped)
@@ -659,13 +671,13 @@ fi
 # capi/build.sh: gcc and verbs.h needed), against rdma-core's on rxe in the
 # guest, both directions: ids capi-... Our side's tools are wrappers that
 # run the system's binary with LD_LIBRARY_PATH pointing at the drop-in.
-CAPI_IDS="capi-rc-s4096-rdmagoserver capi-rc-s4096-rxeserver capi-uc-s4096-rdmagoserver capi-uc-s4096-rxeserver capi-ud-s512-rdmagoserver capi-ud-s512-rxeserver capi-srq-s4096-rdmagoserver capi-srq-s4096-rxeserver capi-rping-s64-rdmagoserver capi-rping-s64-rxeserver capi-ucmatose-rdmagoserver capi-ucmatose-rxeserver capi-udaddy-rdmagoserver capi-udaddy-rxeserver capi-rdma_server-rdmagoserver capi-rdma_server-rxeserver"
+CAPI_IDS="capi-rc-s4096-rdmagoserver capi-rc-s4096-rxeserver capi-uc-s4096-rdmagoserver capi-uc-s4096-rxeserver capi-ud-s512-rdmagoserver capi-ud-s512-rxeserver capi-srq-s4096-rdmagoserver capi-srq-s4096-rxeserver capi-rping-s64-rdmagoserver capi-rping-s64-rxeserver capi-ucmatose-rdmagoserver capi-ucmatose-rxeserver capi-udaddy-rdmagoserver capi-udaddy-rxeserver capi-rdma_server-rdmagoserver capi-rdma_server-rxeserver capi-ib_write_bw-s65536-rdmagoserver capi-ib_write_bw-s65536-rxeserver capi-ib_read_bw-s65536-rdmagoserver capi-ib_read_bw-s65536-rxeserver capi-ib_send_lat-s2-rdmagoserver capi-ib_send_lat-s2-rxeserver capi-ib_atomic_bw-s8-rdmagoserver capi-ib_atomic_bw-s8-rxeserver"
 capi_selected() { local i; for i in $CAPI_IDS; do selected "$i" && return 0; done; return 1; }
 if capi_selected; then
 	echo
 	say "C programs over the drop-in (capi): Debian's tools on our side against rdma-core's on rxe"
 	capi_skip=
-	for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client gcc; do
+	for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client ib_write_bw ib_read_bw ib_send_lat ib_atomic_bw gcc; do
 		command -v $t >/dev/null 2>&1 || capi_skip="no $t on the host (Debian: ibverbs-utils, rdmacm-utils, gcc)"
 	done
 	[ -n "$capi_skip" ] || [ -f /usr/include/infiniband/verbs.h ] || capi_skip="no verbs.h on the host (Debian: libibverbs-dev)"
@@ -676,7 +688,7 @@ if capi_selected; then
 		say "SKIP: capi-...: $capi_skip"
 	else
 		mkdir -p "$BIN/capi-bin"
-		for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client; do
+		for t in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping ucmatose udaddy rdma_server rdma_client ib_write_bw ib_read_bw ib_send_lat ib_atomic_bw; do
 			printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$BIN/capi" "$(command -v $t)" >"$BIN/capi-bin/$t"
 			chmod +x "$BIN/capi-bin/$t"
 		done
@@ -696,6 +708,16 @@ if capi_selected; then
 		cm_case_rxe_server udaddy - udaddy "-b $V" UDP 7174 udaddy "-s $V"
 		cm_case_rdmago_server rdma_server - rdma_server "-s $H" rdma_client "-s $H"
 		cm_case_rxe_server rdma_server - rdma_server "-s $V" TCP 7471 rdma_client "-s $V"
+		# perftest's tools (their servers print the result too).
+		ITERS_RE=$PT_RE FIG=pt_fig
+		for t in ib_write_bw ib_read_bw ib_send_lat ib_atomic_bw; do
+			size=65536
+			[ $t = ib_send_lat ] && size=2
+			[ $t = ib_atomic_bw ] && size=8
+			case_rdmago_server $t $size
+			case_rxe_server $t $size
+		done
+		ITERS_RE=$PP_ITERS_RE FIG=pp_fig
 		BIN=$CAPI_SAVED_BIN XP_ID=
 	fi
 fi
