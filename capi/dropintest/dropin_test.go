@@ -568,3 +568,19 @@ func copyTests(src, dst string) error {
 	}
 	return nil
 }
+
+// TestEventFDs runs testdata/eventfd.c, compiled here against the system's
+// verbs.h and libibverbs and run over the drop-in: the completion channel
+// and async event fds are pollable, honour O_NONBLOCK (EAGAIN), and a
+// completion on an armed CQ makes the channel readable.
+func TestEventFDs(t *testing.T) {
+	need(t)
+	prog := filepath.Join(t.TempDir(), "eventfd")
+	if out, err := exec.Command("gcc", "-Wall", "-o", prog, "testdata/eventfd.c", "-libverbs").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, errOut, code := clitest.Run(t, prog, env(t))
+	if code != 0 || out != "ok\n" {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
