@@ -8,7 +8,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,15 +213,7 @@ func TestDevices(t *testing.T) {
 }
 
 // freePort returns a TCP port nobody listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
+func freePort(t *testing.T) string { return strconv.Itoa(clitest.FreePort(t, "tcp4")) }
 
 // listening reports whether a process listens on TCP port (any address).
 func listening(port string) bool {

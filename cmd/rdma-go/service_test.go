@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,27 +138,6 @@ func (p *proc) running() bool {
 	}
 }
 
-// freeTCPPort returns a TCP port of 127.0.0.1 that nothing listens on now.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
 // eventually polls cond every 10 ms until it holds or within passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -214,7 +192,7 @@ func TestServiceFourProcesses(t *testing.T) {
 	pp := clitest.BuildPackage(t, "ibv_rc_pingpong", "../ibv_rc_pingpong")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "service.sock")
-	env := clitest.Env(t, "RDMA_GO_SERVICE="+sock, fmt.Sprintf("RDMA_GO_PORT=%d", freeUDPPort(t)), "XDG_RUNTIME_DIR="+dir)
+	env := clitest.Env(t, "RDMA_GO_SERVICE="+sock, fmt.Sprintf("RDMA_GO_PORT=%d", clitest.FreePort(t, "udp4")), "XDG_RUNTIME_DIR="+dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -223,7 +201,7 @@ func TestServiceFourProcesses(t *testing.T) {
 
 	// Pair A long enough to be mid-transfer when B's server dies; pair B
 	// runs until then.
-	pa, pb := fmt.Sprint(freeTCPPort(t)), fmt.Sprint(freeTCPPort(t))
+	pa, pb := fmt.Sprint(clitest.FreePort(t, "tcp4")), fmt.Sprint(clitest.FreePort(t, "tcp4"))
 	common := []string{"-g", "1", "-s", "4096"}
 	aSrv := start(t, ctx, env, "A server", pp, append(common, "-p", pa, "-n", "20000")...)
 	self, err := os.Executable()
@@ -264,7 +242,7 @@ func TestServiceFourProcesses(t *testing.T) {
 	}
 
 	// A new pair works, and no new process gets the dead one's slot.
-	pc := fmt.Sprint(freeTCPPort(t))
+	pc := fmt.Sprint(clitest.FreePort(t, "tcp4"))
 	cSrv := start(t, ctx, env, "C server", pp, append(common, "-p", pc, "-n", "100")...)
 	eventually(t, 30*time.Second, "C server listening", func() bool { return tcpListening(t, pc) })
 	cCli := start(t, ctx, env, "C client", pp, append(common, "-p", pc, "-n", "100", "127.0.0.1")...)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/cli/clitest"
 	"github.com/rdma-go/rdma-go/link"
 	"github.com/rdma-go/rdma-go/provider/soft/service"
 	"github.com/rdma-go/rdma-go/wire"
@@ -25,15 +26,7 @@ var (
 
 // freePort returns a UDP port of 127.0.0.1 that nothing uses now, so that
 // the test's service does not meet other tests' devices on 4791.
-func freePort(t *testing.T) uint16 {
-	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
-}
+func freePort(t *testing.T) uint16 { return uint16(clitest.FreePort(t, "udp4")) }
 
 // startServer runs a service on a socket in a temporary directory until
 // the test ends.
