@@ -858,7 +858,7 @@ kp_section() {
 		i=$((i + 1)) id=kp-ibstat-$i
 		selected "$id" || continue
 		rc=0
-		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { \"\$@\" >o 2>e; echo rc=\$?; cat o; sed 's/\\[[0-9]*\\]/[PID]/' e; }; diff <(t $c) <(RDMA_GO_LOOPBACK=off t $KP/$c) && echo \$(t $c | wc -l) lines" 2>&1 7>&-) || rc=$?
+		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { local d; d=\$(mktemp -d); \"\$@\" >\$d/o 2>\$d/e; echo rc=\$?; cat \$d/o; sed 's/\\[[0-9]*\\]/[PID]/' \$d/e; rm -rf \$d; }; diff <(t $c) <(RDMA_GO_LOOPBACK=off t $KP/$c) && echo \$(t $c | wc -l) lines" 2>&1 7>&-) || rc=$?
 		echo "$out" >"$LOGDIR/$id.log"
 		label="kernel rxe0: ${c#"${c%% *}"}"
 		if [ $rc = 0 ]; then record "${c%% *}" "$label" - PASS "same as infiniband-diags', byte for byte ($out)"
@@ -886,7 +886,7 @@ kp_section() {
 		i=$((i + 1)) id=kp-rdma-$i
 		selected "$id" || continue
 		rc=0
-		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { \"\$@\" >o 2>e; echo rc=\$?; cat o e; }; diff <(t rdma $c) <(RDMA_GO_LOOPBACK=off t $KP/rdma-go $c) && echo \$(t rdma $c | wc -l) lines" 2>&1 7>&-) || rc=$?
+		out=$("${VMRUN[@]}" -t 60 "cd /tmp; t() { local d; d=\$(mktemp -d); \"\$@\" >\$d/o 2>\$d/e; echo rc=\$?; cat \$d/o \$d/e; rm -rf \$d; }; diff <(t rdma $c) <(RDMA_GO_LOOPBACK=off t $KP/rdma-go $c) && echo \$(t rdma $c | wc -l) lines" 2>&1 7>&-) || rc=$?
 		echo "$out" >"$LOGDIR/$id.log"
 		if [ $rc = 0 ]; then record rdma-go "kernel rxe0: $c" - PASS "same as iproute2's rdma, byte for byte ($out)"
 		else record rdma-go "kernel rxe0: $c" - FAIL "differs from iproute2's rdma (< theirs, > ours)"; show_logs "$id" "$LOGDIR/$id.log"; fi
