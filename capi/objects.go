@@ -344,5 +344,16 @@ func rgo_ibv_destroy_srq(c *C.struct_ibv_srq) C.int {
 
 //export rgo_post_srq_recv
 func rgo_post_srq_recv(c *C.struct_ibv_srq, wr *C.struct_ibv_recv_wr, bad **C.struct_ibv_recv_wr) C.int {
-	return postRecvList(srqOf(c).srq.PostRecv, wr, bad)
+	s := srqOf(c)
+	var wrs [postBatch]verbs.RecvWR
+	var cw [postBatch]*C.struct_ibv_recv_wr
+	for wr != nil {
+		var n int
+		n, wr = recvBatch(wr, &wrs, &cw)
+		if err := s.srq.PostRecv(wrs[:n]...); err != nil {
+			*bad = cw[postErrorIndex(err, n)]
+			return errno(err)
+		}
+	}
+	return 0
 }

@@ -275,10 +275,11 @@ func (q *qpState) free() {
 // QP's PD, and posts that (the device copies inline data at post time, so
 // the slots are free again when the post returns).
 type inlineArena struct {
-	mu  sync.Mutex
-	max int    // max_inline_data
-	buf []byte // postBatch slots of max bytes, C memory
-	mr  *verbs.MR
+	mu   sync.Mutex
+	max  int         // max_inline_data
+	buf  []byte      // postBatch slots of max bytes, C memory
+	sges []verbs.SGE // postBatch SGEs naming the slots, C memory
+	mr   *verbs.MR
 }
 
 func newInlineArena(pd *verbs.PD, max int) *inlineArena {
@@ -292,30 +293,40 @@ func newInlineArena(pd *verbs.PD, max int) *inlineArena {
 		C.free(p)
 		return nil // inline posts fail then, as without an arena
 	}
-	return &inlineArena{max: max, buf: buf, mr: mr}
+	sges := unsafe.Slice((*verbs.SGE)(C.calloc(C.size_t(postBatch), C.size_t(unsafe.Sizeof(verbs.SGE{})))), postBatch)
+	return &inlineArena{max: max, buf: buf, sges: sges, mr: mr}
 }
 
 func (a *inlineArena) free() {
 	if a != nil {
 		a.mr.Dereg()
 		C.free(unsafe.Pointer(&a.buf[0]))
+		C.free(unsafe.Pointer(&a.sges[0]))
 	}
 }
 
-// stage copies data (the pieces of one work request's inline data) into
-// slot i and points w at it through sge (a.mu held). Data larger than the
-// QP's limit is left for verbs to refuse.
-func (a *inlineArena) stage(w *verbs.SendWR, i int, data func(yield func([]byte) bool), sge *verbs.SGE) {
+// stage copies one work request's inline data into slot i and points w at
+// it (a.mu held): bufs, or without them the program's memory that w's SGL
+// names. Data larger than the QP's limit is left for verbs to refuse.
+func (a *inlineArena) stage(w *verbs.SendWR, i int, bufs [][]byte) {
 	slot := a.buf[i*a.max : (i+1)*a.max]
 	n := 0
-	for b := range data {
+	if bufs == nil {
+		for _, s := range w.SGL {
+			if n+int(s.Length) > a.max {
+				return
+			}
+			n += copy(slot[n:], cmem(s.Addr, s.Length))
+		}
+	}
+	for _, b := range bufs {
 		if n+len(b) > a.max {
 			return
 		}
 		n += copy(slot[n:], b)
 	}
-	*sge = verbs.SGE{Addr: uint64(uintptr(unsafe.Pointer(&slot[0]))), Length: uint32(n), LKey: a.mr.LKey()}
-	w.SGL = unsafe.Slice(sge, 1)
+	a.sges[i] = verbs.SGE{Addr: uint64(uintptr(unsafe.Pointer(&slot[0]))), Length: uint32(n), LKey: a.mr.LKey()}
+	w.SGL = a.sges[i : i+1]
 }
 
 // inlined reports whether w carries inline data (READ and atomics ignore
@@ -336,33 +347,26 @@ func cmem(addr uint64, n uint32) []byte {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
 }
 
-// sgeData yields the bytes an SGL names in the program's memory.
-func sgeData(sgl []verbs.SGE) func(yield func([]byte) bool) {
-	return func(yield func([]byte) bool) {
-		for _, s := range sgl {
-			if !yield(cmem(s.Addr, s.Length)) {
-				return
+// post posts wrs (at most postBatch), staging inline data first: from
+// inline[i] for wrs[i] (the copies wr_set_inline_data made), or from the
+// program's memory that the SGL names.
+func (q *qpState) post(wrs []verbs.SendWR, inline [][][]byte) error {
+	if a := q.inl; a != nil {
+		staged := false
+		for i := range wrs {
+			if !inlined(&wrs[i]) {
+				continue
 			}
-		}
-	}
-}
-
-// post posts wrs (at most postBatch), staging inline data first.
-func (q *qpState) post(wrs []verbs.SendWR, inline func(i int) func(yield func([]byte) bool)) error {
-	a := q.inl
-	if a == nil {
-		return q.qp.PostSend(wrs...)
-	}
-	var sges [postBatch]verbs.SGE
-	staged := false
-	for i := range wrs {
-		if inlined(&wrs[i]) {
 			if !staged {
 				a.mu.Lock()
 				defer a.mu.Unlock()
 				staged = true
 			}
-			a.stage(&wrs[i], i, inline(i), &sges[i])
+			var bufs [][]byte // nil: what the SGL names (ibv_post_send, wr_set_sge)
+			if inline != nil {
+				bufs = inline[i]
+			}
+			a.stage(&wrs[i], i, bufs)
 		}
 	}
 	return q.qp.PostSend(wrs...)
@@ -452,7 +456,7 @@ func rgo_post_send(c *C.struct_ibv_qp, wr *C.struct_ibv_send_wr, bad **C.struct_
 			cw[n] = wr
 			n++
 		}
-		if err := q.post(wrs[:n], func(i int) func(func([]byte) bool) { return sgeData(wrs[i].SGL) }); err != nil {
+		if err := q.post(wrs[:n], nil); err != nil {
 			*bad = cw[postErrorIndex(err, n)]
 			return errno(err)
 		}
@@ -471,25 +475,31 @@ func postErrorIndex(err error, n int) int {
 
 //export rgo_post_recv
 func rgo_post_recv(c *C.struct_ibv_qp, wr *C.struct_ibv_recv_wr, bad **C.struct_ibv_recv_wr) C.int {
-	return postRecvList(qpOf(c).qp.PostRecv, wr, bad)
-}
-
-func postRecvList(post func(...verbs.RecvWR) error, wr *C.struct_ibv_recv_wr, bad **C.struct_ibv_recv_wr) C.int {
+	q := qpOf(c)
 	var wrs [postBatch]verbs.RecvWR
 	var cw [postBatch]*C.struct_ibv_recv_wr
 	for wr != nil {
-		n := 0
-		for ; wr != nil && n < postBatch; wr = wr.next {
-			wrs[n] = verbs.RecvWR{ID: uint64(wr.wr_id), SGL: sgl(wr.sg_list, wr.num_sge)}
-			cw[n] = wr
-			n++
-		}
-		if err := post(wrs[:n]...); err != nil {
+		var n int
+		n, wr = recvBatch(wr, &wrs, &cw)
+		// A direct call (not through a func value), so wrs stays on the stack.
+		if err := q.qp.PostRecv(wrs[:n]...); err != nil {
 			*bad = cw[postErrorIndex(err, n)]
 			return errno(err)
 		}
 	}
 	return 0
+}
+
+// recvBatch reads up to postBatch receive work requests of the chain at
+// wr into wrs (cw: their C structs) and returns how many and the rest.
+func recvBatch(wr *C.struct_ibv_recv_wr, wrs *[postBatch]verbs.RecvWR, cw *[postBatch]*C.struct_ibv_recv_wr) (int, *C.struct_ibv_recv_wr) {
+	n := 0
+	for ; wr != nil && n < postBatch; wr = wr.next {
+		wrs[n] = verbs.RecvWR{ID: uint64(wr.wr_id), SGL: sgl(wr.sg_list, wr.num_sge)}
+		cw[n] = wr
+		n++
+	}
+	return n, wr
 }
 
 //export rgo_bind_mw

@@ -58,15 +58,7 @@ func rgo_wr_complete(c *C.struct_ibv_qp_ex) C.int {
 	err := q.werr
 	for start := 0; err == nil && start < len(q.pending); start += postBatch {
 		chunk := q.pending[start:min(start+postBatch, len(q.pending))]
-		err = q.post(chunk, func(i int) func(func([]byte) bool) {
-			return func(yield func([]byte) bool) {
-				for _, b := range q.inline[start+i] {
-					if !yield(b) {
-						return
-					}
-				}
-			}
-		})
+		err = q.post(chunk, q.inline[start:start+len(chunk)])
 	}
 	rgo_wr_abort(c)
 	if err != nil {
