@@ -182,6 +182,7 @@ func (m *Manager) Listen(serviceID uint64, h Handler) (*Listener, error) {
 			return nil, fmt.Errorf("ibcm: listen on service ID %#x: %w", serviceID, err)
 		}
 	}
+	m.log.Debug("ibcm: listening", "service_id", fmt.Sprintf("%#x", serviceID))
 	return l, nil
 }
 
@@ -201,6 +202,7 @@ func (l *Listener) Close() {
 	m.mu.Lock()
 	if m.listeners[l.serviceID] == l {
 		delete(m.listeners, l.serviceID)
+		m.log.Debug("ibcm: stopped listening", "service_id", fmt.Sprintf("%#x", l.serviceID))
 		if m.cfg.Claims != nil {
 			m.cfg.Claims.Release(l.serviceID)
 		}
@@ -693,6 +695,7 @@ func (m *Manager) onREQ(now time.Time, in *mad.Received, o *output) *Conn {
 	l := m.listeners[r.ServiceID()]
 	if l == nil {
 		m.stats.RejNoListener.Add(1)
+		m.log.Debug("ibcm: REQ for a service ID nobody listens on: rejected", "service_id", fmt.Sprintf("%#x", r.ServiceID()), "from", in.From.Remote)
 		m.statelessREJ(msg, in.From, mad.RejInvalidServiceID, mad.MsgREQ, r.LocalCommID(), notOurs)
 		return nil
 	}
