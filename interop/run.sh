@@ -282,8 +282,25 @@ show_logs() {  # show_logs LABEL LOG...
 	shift
 	for f in "$@"; do
 		echo "  ---- $l: $(basename "$f")"
-		tail -n 15 "$f" | sed 's/^/  | /'
+		if grep -q '^SIGQUIT: quit' "$f"; then
+			# Our tool was stopped with SIGQUIT (it hung): its output, then
+			# where each of its goroutines waited (state, innermost frames
+			# outside the runtime).
+			sed '/^SIGQUIT: quit/q' "$f" | tail -n 15 | sed 's/^/  | /'
+			awk 'BEGIN { n = 2 } /^goroutine [0-9]+ .*\[/ { h = $0; n = 0; next } /^\t/ || /^(runtime|internal\/|sync|created by)/ || !NF { next } n < 2 { if (!n) print h; n++; print "    " $0 }' "$f" | head -n 120 | sed 's/^/  | /'
+		else
+			tail -n 15 "$f" | sed 's/^/  | /'
+		fi
 	done
+}
+
+# rxe_counters ID: the guest rxe device's hardware counters (since
+# the guest booted: retransmissions, NAKs, drops), after a failed run, into
+# the log directory.
+rxe_counters() {
+	local f=$LOGDIR/$1.rxe-counters.txt
+	timeout 60 "${VMRUN[@]}" -t 30 "cd /sys/class/infiniband/$THEIRDEV/ports/1/hw_counters && grep . /dev/null * 2>/dev/null | tr '\n' ' '" >"$f" 2>&1 7>&- || true
+	echo "  ---- rxe counters since the guest booted: $(cat "$f")"
 }
 
 # Direction 1: rxe server in the VM, rdma-go client in the namespace.
@@ -314,7 +331,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 		: >"$ol"
 		rc_ours=-
 	else
-		timeout -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" "$RXE_VM_IP" >"$ol" 2>&1 || rc_ours=$?
+		timeout -s QUIT -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" "$RXE_VM_IP" >"$ol" 2>&1 || rc_ours=$?
 		# The server is done when our client is (give it SIDE_T); if our client
 		# failed, do not wait long for it.
 		wait_s=$SIDE_T
@@ -336,6 +353,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	else
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
+		rxe_counters "$id"
 	fi
 }
 
@@ -353,7 +371,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	cap_start "$id"
 	local drops0
 	drops0=$(tap_dropped)
-	timeout -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" >"$ol" 2>&1 </dev/null &
+	timeout -s QUIT -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" >"$ol" 2>&1 </dev/null &
 	spid=$!
 	BG_PIDS+=("$spid")
 	local up=0
@@ -364,7 +382,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	done
 	if [ $up = 1 ]; then
 		timeout $((SIDE_T + 45)) "${VMRUN[@]}" -t $SIDE_T "$XP_DIR$tool -d $THEIRDEV ${args[*]} $HOST_IP" >"$tl" 2>&1 7>&- || rc_theirs=$?
-		[ "$rc_theirs" = 0 ] || kill -TERM "$spid" 2>/dev/null || true
+		[ "$rc_theirs" = 0 ] || kill -QUIT "$spid" 2>/dev/null || true
 	else
 		echo "rdma-go server did not listen on port $port" >"$tl"
 		rc_theirs=-
@@ -381,6 +399,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	else
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
+		rxe_counters "$id"
 	fi
 }
 
