@@ -260,7 +260,26 @@ func startProc(t *testing.T, argv, env []string) *proc {
 	return s
 }
 
-// wait returns the server's exit error, killing it after a minute.
+// awaitListen returns once listening reports true, polling it every 20 ms;
+// the test fails (and the server is killed) if the server ends first or
+// does not listen within a minute.
+func (s *proc) awaitListen(t *testing.T, name string, listening func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !listening() {
+		select {
+		case err := <-s.done:
+			t.Fatalf("server %s ended before listening: %v\n%s", name, err, s.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.cancel()
+			t.Fatalf("server %s not listening after a minute\n%s", name, s.out.String())
+		}
+	}
+}
+
+// wait returns the program's exit error, killing it after a minute.
 func (s *proc) wait() error {
 	defer s.cancel()
 	select {
@@ -277,18 +296,7 @@ func (s *proc) wait() error {
 func pair(t *testing.T, server, client string, serverEnv, clientEnv []string, port string, args ...string) (string, string) {
 	t.Helper()
 	srv := startProc(t, append([]string{server}, args...), serverEnv)
-	deadline := time.Now().Add(time.Minute)
-	for !listening(port) {
-		select {
-		case err := <-srv.done:
-			t.Fatalf("server %s %q ended before listening: %v\n%s", server, args, err, srv.out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			srv.cancel()
-			t.Fatalf("server %s %q not listening on %s after a minute\n%s", server, args, port, srv.out.String())
-		}
-	}
+	srv.awaitListen(t, fmt.Sprintf("%s %q (port %s)", server, args, port), func() bool { return listening(port) })
 	cout, cerr, code := clitest.Run(t, client, clientEnv, append(append([]string{}, args...), "localhost")...)
 	if serr := srv.wait(); code != 0 || serr != nil {
 		t.Fatalf("%s %q: client exit %d, server %v\nclient:\n%s%s\nserver:\n%s", client, args, code, serr, cout, cerr, srv.out.String())
@@ -412,17 +420,8 @@ func cmPairOnce(t *testing.T, server, client []string, serverEnv, clientEnv []st
 	t.Helper()
 	srv := startProc(t, server, append(append([]string{}, serverEnv...), "RDMA_GO_DEBUG=cm"))
 	defer srv.cancel()
+	srv.awaitListen(t, fmt.Sprintf("%q", server), func() bool { return strings.Contains(srv.out.String(), cmListening) })
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(srv.out.String(), cmListening) {
-		select {
-		case err := <-srv.done:
-			t.Fatalf("server %q ended before listening: %v\n%s", server, err, srv.out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server %q not listening after a minute\n%s", server, srv.out.String())
-		}
-	}
 	cli := startProc(t, client, clientEnv)
 	defer cli.cancel()
 	var cerr, serr error
