@@ -116,8 +116,9 @@ type CQ interface {
 	// Wait blocks until the CQ holds a completion, ctx is done, or the
 	// CQ is destroyed (an error wrapping ErrClosed).
 	Wait(ctx context.Context) error
-	// ReqNotify arms the CQ for one event on its channel; if
-	// completions are queued and !solicitedOnly the event fires at once.
+	// ReqNotify arms the CQ for one event on its channel, raised by the
+	// next completion added (with solicitedOnly, the next solicited or
+	// error one); completions already queued raise none.
 	ReqNotify(solicitedOnly bool) error
 	AckEvents(n int)
 	Resize(cqe int) error

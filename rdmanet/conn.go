@@ -689,7 +689,7 @@ func (c *Conn) buildLocked() (wrs []verbs.SendWR, more bool) {
 func (c *Conn) pollLoop() {
 	defer close(c.pollDone)
 	wcs := make([]verbs.WC, 32)
-	for {
+	for armed := false; ; {
 		nr, err := c.rcq.Poll(wcs)
 		if err != nil {
 			return
@@ -716,16 +716,21 @@ func (c *Conn) pollLoop() {
 		if c.pctx.Err() != nil {
 			return
 		}
-		// Arm both CQs; a completion that came after the Polls above
-		// fires the event at once.
-		if c.rcq.ReqNotify(false) != nil || c.scq.ReqNotify(false) != nil {
-			return
+		// Arm both CQs, then poll both once more: a completion that
+		// came after the Polls above but before arming raises no event.
+		if !armed {
+			if c.rcq.ReqNotify(false) != nil || c.scq.ReqNotify(false) != nil {
+				return
+			}
+			armed = true
+			continue
 		}
 		cq, err := c.cc.GetEvent(c.pctx)
 		if err != nil {
 			return
 		}
 		cq.AckEvents(1)
+		armed = false
 	}
 }
 

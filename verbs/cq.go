@@ -72,10 +72,13 @@ func (cq *CQ) Wait(ctx context.Context) error { return cq.p.Wait(ctx) }
 // Overflowed reports whether a completion was lost because the CQ was full.
 func (cq *CQ) Overflowed() bool { return cq.p.Overflowed() }
 
-// ReqNotify arms the CQ (ibv_req_notify_cq): the next completion (with
-// solicitedOnly, the next solicited or error completion) sends one event to
-// the CQ's completion channel. If completions are already queued, the event
-// is sent at once so a waiter never misses them.
+// ReqNotify arms the CQ (ibv_req_notify_cq): the next completion added to
+// it (with solicitedOnly, the next solicited or error completion) sends one
+// event to the CQ's completion channel. Completions already queued raise no
+// event, on every device (the soft device behaves as Linux rxe and NICs
+// do): arm, then Poll once more before waiting in GetEvent, or a
+// completion that arrived between the last Poll and ReqNotify waits for
+// ever.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq.ch == nil {
 		return verrorf(ErrInvalidArgument, "CQ has no completion channel")

@@ -273,6 +273,14 @@ func (s *state) setup() error {
 	if s.routs, err = s.postRecv(cfg.RxDepth); err != nil || s.routs < cfg.RxDepth {
 		return fmt.Errorf("Couldn't post receive (%d)", s.routs)
 	}
+	// Armed before the peers connect, as the C tools do: a completion
+	// queued before arming raises no event, so arming after the first
+	// message may have arrived would wait for ever.
+	if cfg.Events {
+		if err := s.cq.ReqNotify(false); err != nil {
+			return fmt.Errorf("Couldn't request CQ notification")
+		}
+	}
 	return nil
 }
 
@@ -394,11 +402,6 @@ func (s *state) dataPhase(ctx context.Context) error {
 				return fmt.Errorf("Couldn't post send")
 			}
 			pending[i] |= sendWRID
-		}
-	}
-	if cfg.Events {
-		if err := s.cq.ReqNotify(false); err != nil {
-			return fmt.Errorf("Couldn't request CQ notification")
 		}
 	}
 	refill := 1

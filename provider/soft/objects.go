@@ -240,16 +240,12 @@ func (q *cq) ReqNotify(solicitedOnly bool) error {
 		q.mu.Unlock()
 		return provider.Errorf(provider.ErrClosed, "CQ destroyed")
 	}
-	fire := q.n > 0 && !solicitedOnly
-	if fire {
-		q.events++
-	} else {
-		q.armed, q.solOnly = true, solicitedOnly
-	}
+	// As on Linux rxe and RDMA NICs, only a completion added after
+	// arming raises the event: completions already queued do not, so
+	// code that forgets to poll once more after arming stalls here as
+	// it would on a real device, not only in production.
+	q.armed, q.solOnly = true, solicitedOnly
 	q.mu.Unlock()
-	if fire {
-		q.ch.post(q)
-	}
 	return nil
 }
 
