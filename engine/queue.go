@@ -29,30 +29,79 @@ func (w *sendWQE) isReadOrAtomic() bool {
 	return w.wr.Op == WRRead || w.wr.Op == WRCompareSwap || w.wr.Op == WRFetchAdd
 }
 
-// sendQueue is a fixed ring of send WQEs indexed by ever-increasing counters.
+// sendQueue is a ring of send WQEs indexed by ever-increasing counters. It
+// starts small and doubles, up to its depth, when more WQEs are
+// outstanding at once than it has slots: a QP with a deep queue that it
+// never fills (most connections) keeps a few hundred bytes of slots, not
+// depth × sizeof(sendWQE).
 type sendQueue struct {
-	slots      []sendWQE
-	head, tail uint64
+	slots             []sendWQE
+	depth             int // the most WQEs outstanding (max_send_wr)
+	maxSGE, maxInline int
+	head, tail        uint64
 }
 
+// sqFirstSlots is the number of slots a send queue starts with.
+const sqFirstSlots = 4
+
 func newSendQueue(depth, maxSGE, maxInline int) sendQueue {
-	q := sendQueue{slots: make([]sendWQE, depth)}
-	for i := range q.slots {
-		q.slots[i].segs = make([][]byte, 0, max(maxSGE, 1))
-		q.slots[i].inline = make([]byte, 0, maxInline)
-	}
+	q := sendQueue{depth: depth, maxSGE: max(maxSGE, 1), maxInline: maxInline}
+	q.slots = q.makeSlots(min(depth, sqFirstSlots))
 	return q
+}
+
+// makeSlots makes n slots, each slot's scatter list and inline buffer
+// carved from one array each (capped, so an append never spills into the
+// next slot): three allocations, not 2n+1.
+func (q *sendQueue) makeSlots(n int) []sendWQE {
+	slots := make([]sendWQE, n)
+	k, m := q.maxSGE, q.maxInline
+	segs := make([][]byte, n*k)
+	var inline []byte
+	if m > 0 {
+		inline = make([]byte, n*m)
+	}
+	for i := range slots {
+		slots[i].segs = segs[i*k : i*k : (i+1)*k]
+		slots[i].inline = inline[i*m : i*m : (i+1)*m]
+	}
+	return slots
+}
+
+// grow doubles the ring (up to depth), moving the outstanding WQEs to
+// their places in the new one. A moved WQE keeps its scatter list and
+// inline buffer (the old arrays stay alive through them); its AV and Bind
+// pointers are pointed at the moved copies. No *sendWQE is held across a
+// push, so nothing else points into the old ring.
+func (q *sendQueue) grow() {
+	old := q.slots
+	q.slots = q.makeSlots(min(2*len(old), q.depth))
+	for i := q.head; i != q.tail; i++ {
+		w := q.at(i)
+		*w = old[i%uint64(len(old))]
+		if w.wr.AV != nil {
+			w.wr.AV = &w.av
+		}
+		if w.wr.Bind != nil {
+			w.wr.Bind = &w.bind
+		}
+	}
 }
 
 func (q *sendQueue) at(i uint64) *sendWQE { return &q.slots[i%uint64(len(q.slots))] }
 func (q *sendQueue) empty() bool          { return q.head == q.tail }
-func (q *sendQueue) full() bool           { return q.tail-q.head >= uint64(len(q.slots)) }
+func (q *sendQueue) full() bool           { return q.tail-q.head >= uint64(q.depth) }
 func (q *sendQueue) len() int             { return int(q.tail - q.head) }
 
 // head returns the oldest outstanding WQE; the queue must not be empty.
 func (q *sendQueue) oldest() *sendWQE { return q.at(q.head) }
 
+// push takes the next slot, growing the ring first if every slot is in
+// use; the queue must not be full.
 func (q *sendQueue) push() *sendWQE {
+	if q.tail-q.head == uint64(len(q.slots)) {
+		q.grow()
+	}
 	w := q.at(q.tail)
 	q.tail++
 	segs, inline := w.segs[:0], w.inline[:0]
@@ -84,10 +133,14 @@ type recvQueue struct {
 	head, tail uint64
 }
 
+// newRecvQueue makes the ring with the slots' scatter lists carved from
+// one array, as newSendQueue does.
 func newRecvQueue(depth, maxSGE int) recvQueue {
+	n := max(maxSGE, 1)
 	q := recvQueue{slots: make([]recvWQE, depth)}
+	segs := make([][]byte, depth*n)
 	for i := range q.slots {
-		q.slots[i].segs = make([][]byte, 0, max(maxSGE, 1))
+		q.slots[i].segs = segs[i*n : i*n : (i+1)*n]
 	}
 	return q
 }

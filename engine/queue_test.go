@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// TestSendQueueGrows fills send queues of several depths with the head
+// moved around the ring first, so that growing moves wrapped WQEs, and
+// checks that each WQE keeps its place, contents and AV/Bind pointers, and
+// that the ring never grows past its depth.
+func TestSendQueueGrows(t *testing.T) {
+	for _, depth := range []int{1, 3, 4, 5, 16, 64, 100} {
+		for _, skew := range []int{0, 1, 3} {
+			q := newSendQueue(depth, 2, 8)
+			// Move head and tail by skew before filling.
+			for i := 0; i < skew && i < depth; i++ {
+				q.push()
+				q.pop()
+			}
+			first := q.tail
+			for i := 0; i < depth; i++ {
+				if q.full() {
+					t.Fatalf("depth %d: full after %d pushes", depth, i)
+				}
+				w := q.push()
+				w.wr.ID = uint64(i)
+				w.av = AV{Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})}
+				w.wr.AV = &w.av
+				w.bind = Bind{RKey: uint32(i)}
+				w.wr.Bind = &w.bind
+				w.inline = append(w.inline, byte(i))
+				w.segs = append(w.segs, w.inline)
+			}
+			if !q.full() || len(q.slots) > depth {
+				t.Fatalf("depth %d: full %v with %d slots", depth, q.full(), len(q.slots))
+			}
+			for i := 0; i < depth; i++ {
+				w := q.at(first + uint64(i))
+				if w.wr.ID != uint64(i) || w.wr.AV != &w.av || w.av.Remote.As4()[3] != byte(i) ||
+					w.wr.Bind != &w.bind || w.bind.RKey != uint32(i) || len(w.segs) != 1 || w.segs[0][0] != byte(i) {
+					t.Fatalf("depth %d skew %d: WQE %d moved wrong: %+v", depth, skew, i, w.wr)
+				}
+			}
+			// Drain and refill: the slots are reused, not grown.
+			n := len(q.slots)
+			for !q.empty() {
+				q.pop()
+			}
+			for i := 0; i < depth; i++ {
+				if w := q.push(); len(w.segs) != 0 || len(w.inline) != 0 || w.wr.AV != nil {
+					t.Fatalf("depth %d: a reused slot kept old state", depth)
+				}
+			}
+			if len(q.slots) != n {
+				t.Fatalf("depth %d: ring grew from %d to %d slots when refilled", depth, n, len(q.slots))
+			}
+		}
+	}
+}
