@@ -413,3 +413,60 @@ func TestQPQuery(t *testing.T) {
 	}
 	a.qp = nil
 }
+
+// TestCQFillsToDepth fills a CQ to exactly its depth with its head moved
+// first (a CQ's ring grows as completions pile up, so the fill moves
+// wrapped completions), polls them back in order, and overflows only at
+// the completion past the depth.
+func TestCQFillsToDepth(t *testing.T) {
+	t.Parallel()
+	cfg := defaultPairConfig()
+	a, _ := newRCPair(t, func(c *pairConfig) { *c = cfg })
+	const depth = 40
+	cq, err := a.ctx.CreateCQ(depth, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cq.Cap() < depth {
+		t.Fatalf("Cap %d, want at least %d", cq.Cap(), depth)
+	}
+	x, err := a.pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: a.rcq, Cap: cfg.Cap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Destroy(); cq.Destroy() })
+	if err := qpToInit(x, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	toErr(t, x)
+	next := uint64(1)
+	flush := func(n int) {
+		t.Helper()
+		for range n {
+			if err := x.PostSend(verbs.SendWR{ID: next, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.mr.SGE(0, 8)}}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	wc := make([]verbs.WC, depth+1)
+	flush(5)
+	if k, err := cq.Poll(wc[:3]); err != nil || k != 3 {
+		t.Fatalf("Poll: %d, %v", k, err)
+	}
+	flush(depth - 2) // 2 left + depth-2 = depth queued
+	if cq.Overflowed() {
+		t.Fatal("overflowed at its depth")
+	}
+	k, err := cq.Poll(wc)
+	if err != nil || k != depth {
+		t.Fatalf("Poll: %d completions (%v), want %d", k, err, depth)
+	}
+	for i, c := range wc[:k] {
+		checkWC(t, c, uint64(4+i), verbs.WCWRFlushErr, 0)
+	}
+	flush(depth + 1)
+	if !cq.Overflowed() {
+		t.Fatal("no overflow one past the depth")
+	}
+}

@@ -88,8 +88,11 @@ type cq struct {
 	ch    *compChannel
 	owner any
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// ring starts small and doubles up to cqe as completions pile up:
+	// a deep CQ that stays nearly empty (most) costs little memory.
 	ring      []engine.Completion
+	cqe       int
 	head, n   int
 	armed     bool
 	solOnly   bool
@@ -105,7 +108,7 @@ type cq struct {
 
 // CreateCQ creates a completion queue.
 func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provider.CQ, error) {
-	q := &cq{ctx: c, owner: owner, ring: make([]engine.Completion, cqe),
+	q := &cq{ctx: c, owner: owner, ring: make([]engine.Completion, min(cqe, cqFirstSlots)), cqe: cqe,
 		nonEmpty: make(chan struct{}, 1), dead: make(chan struct{})}
 	if ch != nil {
 		sc, ok := ch.(*compChannel)
@@ -118,19 +121,34 @@ func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provide
 }
 
 func (q *cq) Cap() int {
-	q.mu.Lock() // Resize replaces the ring
+	q.mu.Lock() // Resize changes it
 	defer q.mu.Unlock()
-	return len(q.ring)
+	return q.cqe
+}
+
+// cqFirstSlots is the size a CQ's ring starts at.
+const cqFirstSlots = 8
+
+// regrow moves the queued completions into a new ring of size slots.
+func (q *cq) regrow(size int) {
+	ring := make([]engine.Completion, size)
+	for i := 0; i < q.n; i++ {
+		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = ring, 0
 }
 
 // Push implements engine.CompletionQueue. It reports false when the CQ is
 // full; the completion is then lost and the CQ marked overflowed.
 func (q *cq) Push(c *engine.Completion) bool {
 	q.mu.Lock()
-	if q.n == len(q.ring) || q.destroyed {
+	if q.n == q.cqe || q.destroyed {
 		q.overflow = true
 		q.mu.Unlock()
 		return false
+	}
+	if q.n == len(q.ring) {
+		q.regrow(min(2*len(q.ring), q.cqe))
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = *c
 	q.n++
@@ -196,11 +214,10 @@ func (q *cq) Resize(cqe int) error {
 	if cqe < 1 || cqe > maxCQE || cqe < q.n {
 		return provider.Errorf(provider.ErrInvalidArgument, "CQ size %d: must be %d..%d (completions queued: %d)", cqe, max(q.n, 1), maxCQE, q.n)
 	}
-	ring := make([]engine.Completion, cqe)
-	for i := 0; i < q.n; i++ {
-		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+	q.cqe = cqe
+	if len(q.ring) > cqe {
+		q.regrow(max(q.n, min(cqe, cqFirstSlots)))
 	}
-	q.ring, q.head = ring, 0
 	return nil
 }
 
