@@ -120,6 +120,7 @@ trap 'say "interrupted"; exit 130' INT TERM
 T0=$(date +%s.%N)
 (cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/... && mkdir -p "$BIN/examples" && CGO_ENABLED=0 go build -o "$BIN/examples/" ./examples/...) || { say "ERROR: go build ./cmd/... ./examples/... failed"; exit 1; }
 say "built rdma-go tools (static, CGO_ENABLED=0) in $(secs "$T0")s: $(cd "$BIN" && echo *)"
+RDMA_GO_TOOL=$BIN/rdma-go  # (BIN changes for the capi- checks)
 
 # ------------------------------------------------------------------ lab
 # Host packages (qemu-system-x86, debootstrap, tcpdump, tshark, ...): the
@@ -303,6 +304,65 @@ rxe_counters() {
 	echo "  ---- rxe counters since the guest booted: $(cat "$f")"
 }
 
+# A stall of the guest's rxe (Linux 6.1 under TCG), not of ours: the
+# emulated guest's retransmission timer fires late and often, so rxe resends
+# a message from its first packet although every packet arrived; when our
+# ACK of the whole message reaches it in the middle of that resend, rxe's
+# requester stops there for good — its sq-psn behind the PSN we have
+# acknowledged, no timer left, the send never completed — and both tools
+# wait for the bound. Seen once per 3,000-7,000 64 KiB RC round trips
+# (session 9: a pcap showed every packet received and acknowledged, our
+# side idle in CQ.Wait with nothing outstanding). stall_watch snapshots both
+# ends' QPs twice shortly before a case's bound; rxe_stalled tells from the
+# snapshots whether the guest's requester sat still behind our
+# acknowledgement; such a case is run once more, and its record says so.
+STALL_RERUN=
+stall_watch() {  # stall_watch ID PID: in the background, while PID runs
+	local id=$1 pid=$2
+	rm -f "$LOGDIR/$id.stall".*
+	(
+		snap() {
+			kill -0 "$pid" 2>/dev/null || exit 0
+			"${VMRUN[@]}" -t 20 "rdma res show qp link $THEIRDEV/1" >"$LOGDIR/$id.stall.rxe$1" 2>&1 7>&- || true
+		}
+		for _ in $(seq $(((SIDE_T - 25) * 2))); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.5; done
+		snap 1
+		"${NS[@]}" "$RDMA_GO_TOOL" resource show qp >"$LOGDIR/$id.stall.ours" 2>&1 || true
+		sleep 5
+		snap 2
+	) &
+	STALL_PID=$!
+	BG_PIDS+=("$STALL_PID")
+}
+stall_unwatch() {
+	local live=() p
+	kill "$STALL_PID" 2>/dev/null || true
+	wait "$STALL_PID" 2>/dev/null || true
+	for p in "${BG_PIDS[@]}"; do [ "$p" = "$STALL_PID" ] || live+=("$p"); done
+	BG_PIDS=("${live[@]}")
+}
+rxe_stalled() {  # rxe_stalled ID
+	local o=$LOGDIR/$1.stall.ours r1=$LOGDIR/$1.stall.rxe1 r2=$LOGDIR/$1.stall.rxe2
+	[ -s "$o" ] && [ -s "$r1" ] && [ -s "$r2" ] || return 1
+	# For each of the guest's RC QPs connected to one of ours: its sq-psn,
+	# the same in both snapshots, is behind our rq-psn (24-bit PSNs).
+	awk 'function f(k,  i) { for (i = 1; i < NF; i++) if ($i == k) return $(i + 1); return "" }
+		FILENAME == ARGV[1] { if (f("type") == "RC") rq[f("lqpn")] = f("rq-psn"); next }
+		FILENAME == ARGV[2] { if (f("type") == "RC") sq1[f("lqpn")] = f("sq-psn"); next }
+		f("type") == "RC" && (f("rqpn") in rq) && sq1[f("lqpn")] == f("sq-psn") {
+			d = (rq[f("rqpn")] - f("sq-psn") + 16777216) % 16777216
+			if (d > 0 && d < 8388608) hit = 1
+		}
+		END { exit !hit }' "$o" "$r1" "$r2"
+}
+# stalled_again ID: after a failed case, whether to run it once more (the
+# guest's rxe stalled); says why.
+stalled_again() {
+	[ -z "$STALL_RERUN" ] && rxe_stalled "$1" || return 1
+	say "$1: the guest's rxe stalled (its requester stopped behind the PSN we acknowledged: $(grep -h ' RC ' "$LOGDIR/$1.stall.rxe2" | head -n2 | tr -s ' ' | tr '\n' ';') ours: $(grep -h ' RC ' "$LOGDIR/$1.stall.ours" | head -n2 | tr -s ' ' | tr '\n' ';')): running it once more"
+}
+stall_note() { [ -z "$STALL_RERUN" ] || echo "; second run, after a stall of the guest's rxe"; }
+
 # Direction 1: rxe server in the VM, rdma-go client in the namespace.
 case_rxe_server() {  # KIND SIZE EXTRA...
 	local kind=$1 size=$2 tool=ibv_${1}_pingpong id port rc_ours=0 rc_theirs=0 wait_s
@@ -331,7 +391,11 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 		: >"$ol"
 		rc_ours=-
 	else
-		timeout -s QUIT -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" "$RXE_VM_IP" >"$ol" 2>&1 || rc_ours=$?
+		timeout -s QUIT -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" "$RXE_VM_IP" >"$ol" 2>&1 &
+		local cpid=$!
+		stall_watch "$id" "$cpid"
+		wait "$cpid" || rc_ours=$?
+		stall_unwatch
 		# The server is done when our client is (give it SIDE_T); if our client
 		# failed, do not wait long for it.
 		wait_s=$SIDE_T
@@ -349,7 +413,11 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	cap_stop
 	local dir="$XP_THEIRS srv, rdma-go cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
-		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")$(stall_note)"
+	elif stalled_again "$id"; then
+		STALL_RERUN=1
+		case_rxe_server "$kind" "$size" "$@"
+		STALL_RERUN=
 	else
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
@@ -374,6 +442,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	timeout -s QUIT -k 5 $SIDE_T "${NS[@]}" "$BIN/$tool" -d "$OURDEV" "${args[@]}" >"$ol" 2>&1 </dev/null &
 	spid=$!
 	BG_PIDS+=("$spid")
+	stall_watch "$id" "$spid"
 	local up=0
 	for _ in $(seq 300); do
 		ns_listening "$port" && { up=1; break; }
@@ -389,13 +458,18 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 		kill -TERM "$spid" 2>/dev/null || true
 	fi
 	wait "$spid" || rc_ours=$?
+	stall_unwatch
 	local live=() p
 	for p in "${BG_PIDS[@]}"; do [ "$p" = "$spid" ] || live+=("$p"); done
 	BG_PIDS=("${live[@]}")
 	cap_stop
 	local dir="rdma-go srv, $XP_THEIRS cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
-		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
+		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")$(stall_note)"
+	elif stalled_again "$id"; then
+		STALL_RERUN=1
+		case_rdmago_server "$kind" "$size" "$@"
+		STALL_RERUN=
 	else
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
@@ -477,6 +551,7 @@ cm_case_rdmago_server() {  # ID LABEL SERVER "SERVER_ARGS" CLIENT "CLIENT_ARGS" 
 	timeout -k 5 $CM_T "${NS[@]}" "$BIN/$stool" $sargs >"$ol" 2>&1 </dev/null &
 	spid=$!
 	BG_PIDS+=("$spid")
+	stall_watch "$id" "$spid"
 	local up=0
 	for _ in $(seq 300); do
 		ns_roce_bound && { up=1; sleep 0.3; break; }
