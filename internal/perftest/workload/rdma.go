@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -228,10 +229,11 @@ func RCSendPingPong(ctx context.Context, p *Pair, size int, b Budget) (Result, e
 	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
 }
 
-// waitRecv polls e's CQ until a receive completes.
+// waitRecv polls e's CQ until a receive completes (without pause: it
+// waits for a latency loop's answer).
 func waitRecv(ctx context.Context, e *End) error {
 	for got := false; !got; {
-		wc, err := e.Poll(ctx)
+		wc, err := e.PollSpin(ctx)
 		if err != nil {
 			return err
 		}
@@ -415,7 +417,7 @@ func (w *writer) post(ctx context.Context) error {
 // socket to a goroutine that polls), the peer's WRITE among it.
 func (w *writer) wait(ctx context.Context) error {
 	w.e.got++
-	return waitByte(ctx, w.buf, w.inLast, byte(w.e.got), func() error {
+	return waitByte(ctx, spin.For(w.e.Ctx), w.buf, w.inLast, byte(w.e.got), func() error {
 		n, err := w.e.CQ.Poll(w.e.wc[:])
 		if err != nil {
 			return err

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -351,11 +352,21 @@ func OpenSoft(prefix string) (*verbs.Context, error) {
 	return nil, fmt.Errorf("20 random loopback addresses were all taken: %w", err)
 }
 
-// Poll returns at least one successful completion: it polls, yielding,
-// 64 times, then blocks on the CQ (a goroutine that never blocks starves
-// the devices' receive path); it fails on an error completion, when ctx
-// is done (with ctx's cause) or after WaitTimeout.
-func (e *End) Poll(ctx context.Context) ([]verbs.WC, error) {
+// Poll returns at least one successful completion for a streaming loop:
+// it polls, yielding, 64 times, then blocks on the CQ (in one process the
+// stream's other end needs the CPU); it fails on an error completion,
+// when ctx is done (with ctx's cause) or after WaitTimeout.
+func (e *End) Poll(ctx context.Context) ([]verbs.WC, error) { return e.poll(ctx, false) }
+
+// PollSpin is Poll for a latency loop: it polls without pause, as the
+// perftest tools do (package spin: on a soft device it yields the P now
+// and then, and blocks on the CQ once nothing has come for a while). A
+// wake-up per message would cost more than the message.
+func (e *End) PollSpin(ctx context.Context) ([]verbs.WC, error) { return e.poll(ctx, true) }
+
+func (e *End) poll(ctx context.Context, spinning bool) ([]verbs.WC, error) {
+	sp := spin.For(e.Ctx)
+	var since time.Time
 	for spins := 0; ; spins++ {
 		n, err := e.CQ.Poll(e.wc[:])
 		if err != nil {
@@ -369,9 +380,28 @@ func (e *End) Poll(ctx context.Context) ([]verbs.WC, error) {
 			}
 			return e.wc[:n], nil
 		}
-		if spins < 64 {
-			runtime.Gosched()
-			continue
+		if !spinning {
+			if spins < 64 {
+				runtime.Gosched()
+				continue
+			}
+		} else {
+			if !sp.Empty() {
+				continue
+			}
+			now := time.Now()
+			if since.IsZero() {
+				since = now
+			} else if now.Sub(since) > WaitTimeout {
+				return nil, fmt.Errorf("no completion within %v", WaitTimeout)
+			}
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			if !sp.Block(now) {
+				continue
+			}
+			sp.Reset()
 		}
 		wctx, cancel := context.WithTimeout(ctx, WaitTimeout)
 		err = e.CQ.Wait(wctx)
@@ -382,39 +412,41 @@ func (e *End) Poll(ctx context.Context) ([]verbs.WC, error) {
 			}
 			return nil, fmt.Errorf("no completion within %v: %w", WaitTimeout, err)
 		}
-		spins = 0
+		spins, since = 0, time.Time{}
 	}
 }
 
 // waitByte polls buf[off] until it holds want, the peer's RDMA WRITE
-// having landed there, as ib_write_lat does, calling poll between reads:
-// it yields so that the device's goroutines run, sleeps briefly once the
-// wait grows long, and gives up when ctx is done or after WaitTimeout.
-func waitByte(ctx context.Context, buf []byte, off int, want byte, poll func() error) error {
+// having landed there, as ib_write_lat does, calling poll between reads
+// and pacing the loop with sp (package spin); once sp says a loop on a
+// soft device would block, it sleeps 20 µs between reads instead (no
+// completion marks a WRITE's arrival). It gives up when ctx is done or
+// after WaitTimeout.
+func waitByte(ctx context.Context, sp spin.Spinner, buf []byte, off int, want byte, poll func() error) error {
 	var start time.Time
-	for spins := 0; ; spins++ {
+	sleeping := false
+	for {
 		if loadByte(buf, off) == want {
 			return nil
 		}
 		if err := poll(); err != nil {
 			return err
 		}
-		// Look up now and then while spinning, and before every sleep.
-		if spins%1024 == 0 || spins > 4096 {
-			if spins == 0 {
-				start = time.Now()
-			} else if time.Since(start) > WaitTimeout {
-				return fmt.Errorf("no RDMA WRITE landed within %v", WaitTimeout)
-			}
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-		}
-		if spins < 4096 {
-			runtime.Gosched()
+		if sleeping {
+			time.Sleep(20 * time.Microsecond)
+		} else if !sp.Empty() {
 			continue
 		}
-		time.Sleep(20 * time.Microsecond)
+		now := time.Now()
+		if start.IsZero() {
+			start = now
+		} else if now.Sub(start) > WaitTimeout {
+			return fmt.Errorf("no RDMA WRITE landed within %v", WaitTimeout)
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		sleeping = sleeping || sp.Block(now)
 	}
 }
 
