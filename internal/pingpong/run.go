@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/spin"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -410,7 +410,8 @@ func (s *state) dataPhase(ctx context.Context) error {
 	}
 	start := time.Now()
 	rcnt, scnt := 0, 0
-	events, spins := 0, 0
+	events := 0
+	sp := spin.For(s.ctx)
 	// Poll as many completions at once as the C tools do: rc/uc/ud_pingpong
 	// two, srq_pingpong num_qp + rx_depth. With -e this matters: a CQ event
 	// comes only for a completion added after the CQ was armed, so
@@ -440,21 +441,20 @@ func (s *state) dataPhase(ctx context.Context) error {
 			return fmt.Errorf("poll CQ failed %d", n)
 		}
 		if n == 0 {
-			// Busy-poll like the C tool for a while, then block until
-			// a completion arrives. (Polling on, as the perftest tools
-			// do, stalled a 64 KiB RC exchange with the lab's rxe in
-			// CI; kept as it was until that is understood.)
-			if spins++; spins < 64 {
-				runtime.Gosched()
+			// Poll without pause like the C tool (with -e, back to
+			// the channel); on a soft device, once nothing has come
+			// for a while, block until a completion arrives (package
+			// spin).
+			if !sp.Empty() || !sp.Block(time.Now()) {
 				continue
 			}
-			spins = 0
+			sp.Reset()
 			if err := s.cq.Wait(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		spins = 0
+		sp.Reset()
 		for i := 0; i < n; i++ {
 			w := &wc[i]
 			if w.Status != verbs.WCSuccess {
