@@ -202,12 +202,29 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 		where = "2 processes"
 	}
 	defer pr.clear()
+	total := 0 // workloads measured per round (percentile rows are read, not run)
+	for _, s := range sel {
+		if s.of == "" {
+			total++
+		}
+	}
 	for r := range runs {
+		nth := 0
+		got := map[string][2]workload.Result{} // this round's runs
 		for i, s := range sel {
 			f := &rep.Scenarios[i]
 			var res [2]workload.Result
+			if s.of != "" {
+				res = got[s.of] // measured just before (selectScenarios)
+			}
+			if s.of == "" {
+				nth++
+			}
 			for k, side := range []string{"RDMA", "TCP"} {
-				pr.show(fmt.Sprintf("rdma-bench: round %d/%d, %s (%d/%d), %s, %s", r+1, runs, s.name, i+1, len(sel), side, where))
+				if s.of != "" {
+					break
+				}
+				pr.show(fmt.Sprintf("rdma-bench: round %d/%d, %s (%d/%d), %s, %s", r+1, runs, s.name, nth, total, side, where))
 				if h.measuring != nil {
 					h.measuring(s.name, side)
 				}
@@ -221,6 +238,7 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 					return fmt.Errorf("%s, round %d, %s: %w", s.name, r+1, side, err)
 				}
 			}
+			got[s.name] = res
 			rv, tv := s.value(res[0]), s.value(res[1])
 			ratio := 0.0
 			if tv > 0 {

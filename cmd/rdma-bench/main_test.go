@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // wantNames are the scenarios' names: the JSON carries them, so they stay.
-var wantNames = []string{"write-64k", "send-64k", "read-64k", "send-lat", "write-lat",
+var wantNames = []string{"write-64k", "send-64k", "read-64k", "send-lat", "send-lat-p99", "write-lat", "write-lat-p99",
 	"write-rate-1qp", "write-rate-2qp", "write-rate-4qp", "write-rate-8qp"}
 
 // checkReport checks the structure of a report of runs rounds over procs
@@ -101,8 +101,15 @@ func TestRunTable(t *testing.T) {
 		}
 	}
 	// Progress: plain lines when stderr is not a terminal, one per side.
-	if n := strings.Count(e.String(), "rdma-bench: round 1/1, "); n != 2*len(wantNames) || strings.Contains(e.String(), "\r") {
-		t.Errorf("%d progress lines, want %d:\n%q", n, 2*len(wantNames), e.String())
+	// The percentile rows are read from their ping-pong's runs.
+	measured := 0
+	for _, n := range wantNames {
+		if !strings.HasSuffix(n, "-p99") {
+			measured++
+		}
+	}
+	if n := strings.Count(e.String(), "rdma-bench: round 1/1, "); n != 2*measured || strings.Contains(e.String(), "\r") {
+		t.Errorf("%d progress lines, want %d:\n%q", n, 2*measured, e.String())
 	}
 }
 
@@ -125,9 +132,25 @@ func TestRunOnly(t *testing.T) {
 	if err := json.Unmarshal(o.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, o.String())
 	}
-	// In the table's order, whatever the order asked.
-	if len(r.Scenarios) != 2 || r.Scenarios[0].Name != "send-lat" || r.Scenarios[1].Name != "write-rate-2qp" || len(r.Scenarios[1].Ratios) != 3 {
-		t.Errorf("%+v", r.Scenarios)
+	// In the table's order, whatever the order asked; a ping-pong with
+	// its 99th percentile, read from the same runs (no faster than the
+	// median).
+	if len(r.Scenarios) != 3 || r.Scenarios[0].Name != "send-lat" || r.Scenarios[1].Name != "send-lat-p99" ||
+		r.Scenarios[2].Name != "write-rate-2qp" || len(r.Scenarios[2].Ratios) != 3 {
+		t.Fatalf("%+v", r.Scenarios)
+	}
+	for i := range 3 {
+		med, p99 := r.Scenarios[0], r.Scenarios[1]
+		if p99.RDMAOps[i] != med.RDMAOps[i] || p99.RDMA[i] < med.RDMA[i]*0.5 || p99.TCPs[i] <= 0 {
+			t.Errorf("run %d: p99 %+v against the median's %+v", i, p99, med)
+		}
+	}
+	var o2, e2 bytes.Buffer
+	if code := run([]string{"-iters", "16", "-json", "-only", "write-lat-p99"}, &o2, &e2); code != 0 {
+		t.Fatalf("status %d: %s", code, e2.String())
+	}
+	if err := json.Unmarshal(o2.Bytes(), &r); err != nil || len(r.Scenarios) != 2 || r.Scenarios[0].Name != "write-lat" {
+		t.Errorf("-only write-lat-p99: %v %+v", err, r.Scenarios)
 	}
 }
 

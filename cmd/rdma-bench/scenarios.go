@@ -52,6 +52,9 @@ type scenario struct {
 	tcp                       tcpKind
 	tcpTitle                  string
 	conns                     int
+	// of names the scenario whose runs this one reads instead of
+	// measuring its own: the 99th percentile of a ping-pong's latency.
+	of string
 }
 
 // scenarios is what rdma-bench measures, in this order.
@@ -64,8 +67,12 @@ var scenarios = []scenario{
 		rdma: rdmaRead, size: bwSize, window: bwWindow, tcp: tcpStream, tcpTitle: "stream of 64 KiB writes"},
 	{name: "send-lat", title: "SEND 8 B ping-pong latency (one-way)", unit: "usec", better: "lower",
 		rdma: rdmaSendLat, size: latSize, tcp: tcpPingPong, tcpTitle: "8 B echo"},
+	{name: "send-lat-p99", title: "  the same, 99th percentile", unit: "usec", better: "lower",
+		of: "send-lat", tcpTitle: "8 B echo, 99th percentile"},
 	{name: "write-lat", title: "WRITE 8 B ping-pong latency (one-way)", unit: "usec", better: "lower",
 		rdma: rdmaWriteLat, size: latSize, tcp: tcpPingPong, tcpTitle: "8 B echo"},
+	{name: "write-lat-p99", title: "  the same, 99th percentile", unit: "usec", better: "lower",
+		of: "write-lat", tcpTitle: "8 B echo, 99th percentile"},
 	rateScenario(1), rateScenario(2), rateScenario(4), rateScenario(8),
 }
 
@@ -112,6 +119,13 @@ func selectScenarios(list string) ([]*scenario, error) {
 		}
 		want[n] = true
 	}
+	// A percentile row comes with its ping-pong, and the ping-pong with
+	// its percentile row.
+	for i := range scenarios {
+		if o := scenarios[i].of; o != "" && (want[o] || want[scenarios[i].name]) {
+			want[o], want[scenarios[i].name] = true, true
+		}
+	}
 	var sel []*scenario
 	for i := range scenarios {
 		if len(want) == 0 || want[scenarios[i].name] {
@@ -149,10 +163,12 @@ func (s *scenario) warmup() workload.Budget {
 
 // value is the figure the scenario reports of r, in s.unit.
 func (s *scenario) value(r workload.Result) float64 {
-	switch s.unit {
-	case "usec":
+	switch {
+	case s.of != "":
+		return float64(r.HalfRTTQuantile(0.99)) / 1e3
+	case s.unit == "usec":
 		return float64(r.HalfRTT()) / 1e3
-	case "Mpps":
+	case s.unit == "Mpps":
 		return r.Mpps()
 	default:
 		return r.MiBps()

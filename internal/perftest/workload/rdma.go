@@ -216,6 +216,7 @@ func RCSendPingPong(ctx context.Context, p *Pair, size int, b Budget) (Result, e
 		return to.e.QP.PostRecv(to.recv)
 	}
 	start := time.Now()
+	rtt := newRTTLog(b, start)
 	ops := 0
 	for !b.done(ops, start) {
 		if err := hop(sx, sy); err != nil {
@@ -224,9 +225,10 @@ func RCSendPingPong(ctx context.Context, p *Pair, size int, b Budget) (Result, e
 		if err := hop(sy, sx); err != nil {
 			return Result{}, err
 		}
+		rtt.lap()
 		ops++
 	}
-	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
+	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start), RTTs: rtt.d}, nil
 }
 
 // waitRecv polls e's CQ until a receive completes (without pause: it
@@ -254,6 +256,7 @@ func SendPing(ctx context.Context, x *End, size int, b Budget) (Result, error) {
 		return Result{}, err
 	}
 	start := time.Now()
+	rtt := newRTTLog(b, start)
 	ops := 0
 	for !b.done(ops, start) {
 		if err := x.QP.PostSend(send); err != nil {
@@ -262,12 +265,13 @@ func SendPing(ctx context.Context, x *End, size int, b Budget) (Result, error) {
 		if err := waitRecv(ctx, x); err != nil {
 			return Result{}, err
 		}
+		rtt.lap()
 		if err := x.QP.PostRecv(recv); err != nil {
 			return Result{}, err
 		}
 		ops++
 	}
-	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
+	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start), RTTs: rtt.d}, nil
 }
 
 // SendPong answers each size-byte SEND that arrives on y with one of its
@@ -316,6 +320,7 @@ func RCWriteLat(ctx context.Context, p *Pair, size int, b Budget) (Result, error
 	x, y := p.X, p.Y
 	xs, ys := writeSide(x, size), writeSide(y, size)
 	start := time.Now()
+	rtt := newRTTLog(b, start)
 	ops := 0
 	for !b.done(ops, start) {
 		if err := xs.post(ctx); err != nil {
@@ -330,15 +335,17 @@ func RCWriteLat(ctx context.Context, p *Pair, size int, b Budget) (Result, error
 		if err := xs.wait(ctx); err != nil {
 			return Result{}, err
 		}
+		rtt.lap()
 		ops++
 	}
+	elapsed := time.Since(start)
 	if err := xs.reap(ctx); err != nil {
 		return Result{}, err
 	}
 	if err := ys.reap(ctx); err != nil {
 		return Result{}, err
 	}
-	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
+	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: elapsed, RTTs: rtt.d}, nil
 }
 
 // WritePing is the measuring half of RCWriteLat between two processes:
@@ -347,6 +354,7 @@ func RCWriteLat(ctx context.Context, p *Pair, size int, b Budget) (Result, error
 func WritePing(ctx context.Context, x *End, size int, b Budget) (Result, error) {
 	xs := writeSide(x, size)
 	start := time.Now()
+	rtt := newRTTLog(b, start)
 	ops := 0
 	for !b.done(ops, start) {
 		if err := xs.post(ctx); err != nil {
@@ -355,12 +363,14 @@ func WritePing(ctx context.Context, x *End, size int, b Budget) (Result, error) 
 		if err := xs.wait(ctx); err != nil {
 			return Result{}, err
 		}
+		rtt.lap()
 		ops++
 	}
+	elapsed := time.Since(start)
 	if err := xs.reap(ctx); err != nil {
 		return Result{}, err
 	}
-	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
+	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: elapsed, RTTs: rtt.d}, nil
 }
 
 // WritePong answers every WRITE that lands in y's inbox with one of its

@@ -167,6 +167,7 @@ func PingTCP(ctx context.Context, c net.Conn, size int, b Budget) (Result, error
 	defer stop()
 	buf := make([]byte, size)
 	start := time.Now()
+	rtt := newRTTLog(b, start)
 	ops := 0
 	for !b.done(ops, start) {
 		c.SetDeadline(time.Now().Add(WaitTimeout))
@@ -176,9 +177,10 @@ func PingTCP(ctx context.Context, c net.Conn, size int, b Budget) (Result, error
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return Result{}, ctxErr(ctx, fmt.Errorf("read the echo: %w", err))
 		}
+		rtt.lap()
 		ops++
 	}
-	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start)}, nil
+	return Result{Ops: ops, Bytes: int64(ops) * int64(2*size), Elapsed: time.Since(start), RTTs: rtt.d}, nil
 }
 
 // EchoTCP writes back every size bytes it reads on c, until EOF (then it

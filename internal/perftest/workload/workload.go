@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
@@ -58,6 +59,42 @@ type Result struct {
 	Ops     int           // operations: messages, or round trips
 	Bytes   int64         // payload bytes moved
 	Elapsed time.Duration // wall time of the measured loop
+	// RTTs are a ping-pong's round trips, one per op (nil for streams).
+	RTTs []time.Duration
+}
+
+// HalfRTTQuantile is the q-quantile (0 < q ≤ 1, nearest rank) of a
+// ping-pong's one-way latencies, half its round trips; 0 without them.
+func (r Result) HalfRTTQuantile(q float64) time.Duration {
+	if len(r.RTTs) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.RTTs)
+	slices.Sort(s)
+	i := min(max(int(math.Ceil(q*float64(len(s))))-1, 0), len(s)-1)
+	return s[i] / 2
+}
+
+// rttLog records a ping-pong's round trips: lap ends one and starts the
+// next (one clock read per round trip).
+type rttLog struct {
+	d    []time.Duration
+	last time.Time
+}
+
+// newRTTLog starts the first round trip at start, with room for b's ops.
+func newRTTLog(b Budget, start time.Time) *rttLog {
+	n := b.Iters
+	if n <= 0 {
+		n = 1 << 16
+	}
+	return &rttLog{d: make([]time.Duration, 0, n), last: start}
+}
+
+func (l *rttLog) lap() {
+	now := time.Now()
+	l.d = append(l.d, now.Sub(l.last))
+	l.last = now
 }
 
 // MiBps is the payload bandwidth in MiB/s.
