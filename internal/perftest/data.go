@@ -740,10 +740,20 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 	clk.start()
 	wc := make([]verbs.WC, 1)
 	var scnt, ccnt, rcnt uint64
+	early := 0 // send completions waitByte polled
 	for scnt < iters || ccnt < iters || rcnt < iters || (clk.on && !clk.ended()) {
 		if (rcnt < iters || clk.on) && !(scnt < 1 && !c.Client) {
 			rcnt++
-			if err := s.waitByte(buf, pollOff, byte(rcnt), clk); err != nil {
+			if err := s.waitByte(buf, pollOff, byte(rcnt), clk, func() error {
+				n, err := s.sendCQ.Poll(wc)
+				if err == nil && n > 0 {
+					if wc[0].Status != verbs.WCSuccess {
+						return s.errSend(&wc[0], scnt, ccnt)
+					}
+					early++
+				}
+				return err
+			}); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -764,17 +774,21 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 			break
 		}
 		if ccnt < iters || clk.on {
-			for {
-				n, err := s.poll(s.sendCQ, wc, time.Time{})
-				if err != nil {
-					return nil, nil, err
+			if early > 0 {
+				early--
+			} else {
+				for {
+					n, err := s.poll(s.sendCQ, wc, time.Time{})
+					if err != nil {
+						return nil, nil, err
+					}
+					if n > 0 {
+						break
+					}
 				}
-				if n > 0 {
-					break
+				if wc[0].Status != verbs.WCSuccess {
+					return nil, nil, s.errSend(&wc[0], scnt, ccnt)
 				}
-			}
-			if wc[0].Status != verbs.WCSuccess {
-				return nil, nil, s.errSend(&wc[0], scnt, ccnt)
 			}
 			ccnt++
 			if clk.sampling() {
@@ -790,11 +804,18 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 }
 
 // waitByte polls buf[off] until it holds want, the device having written
-// it. It yields between reads and, after a while, sleeps briefly, so that
-// the device's goroutines run; it gives up after stallTimeout.
-func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock) error {
+// it, calling poll between reads: on a soft device a poll of the CQ
+// receives what the device's socket holds on this goroutine (while a
+// goroutine polls, the device's own receive goroutine leaves the socket
+// to it), the peer's WRITE among it. The loop is paced as the CQ loops
+// are (package spin); where those would block, it sleeps 20 µs between
+// reads instead (a WRITE raises no completion here). It gives up after
+// stallTimeout.
+func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll func() error) error {
+	sp := s.spinner
 	start := time.Now()
-	for spins := 0; ; spins++ {
+	sleeping := false
+	for {
 		if loadByte(buf, off) == want {
 			return nil
 		}
@@ -804,23 +825,26 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock) error 
 				return nil
 			}
 		}
-		if spins < 4096 {
-			runtime.Gosched()
+		if err := poll(); err != nil {
+			return err
+		}
+		if sleeping {
+			time.Sleep(20 * time.Microsecond)
+		} else if !sp.Empty() {
 			continue
 		}
-		if spins%1024 == 0 {
-			if err := s.stopped(); err != nil {
-				return err
-			}
-			s.watchPeer()
-			if left, gone := s.peerLeft(); gone && left <= 0 {
-				return s.errPeerGone()
-			}
-			if time.Since(start) > stallTimeout {
-				return fmt.Errorf(" No RDMA WRITE from the %s for %v: it stopped answering", s.peerRole(), stallTimeout)
-			}
+		now := time.Now()
+		if err := s.stopped(); err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Microsecond)
+		s.watchPeer()
+		if left, gone := s.peerLeft(); gone && left <= 0 {
+			return s.errPeerGone()
+		}
+		if now.Sub(start) > stallTimeout {
+			return fmt.Errorf(" No RDMA WRITE from the %s for %v: it stopped answering", s.peerRole(), stallTimeout)
+		}
+		sleeping = sleeping || sp.Block(now)
 	}
 }
 
