@@ -76,15 +76,23 @@ func (q *sendQueue) makeSlots(n int) []sendWQE {
 func (q *sendQueue) grow() {
 	old := q.slots
 	q.slots = q.makeSlots(min(2*len(old), q.depth))
+	moveRing(old, q.slots, q.head, q.tail)
 	for i := q.head; i != q.tail; i++ {
 		w := q.at(i)
-		*w = old[i%uint64(len(old))]
 		if w.wr.AV != nil {
 			w.wr.AV = &w.av
 		}
 		if w.wr.Bind != nil {
 			w.wr.Bind = &w.bind
 		}
+	}
+}
+
+// moveRing moves the entries [head, tail) of the ring old to their places
+// in the larger ring slots (entries are at index mod ring size).
+func moveRing[T any](old, slots []T, head, tail uint64) {
+	for i := head; i != tail; i++ {
+		slots[i%uint64(len(slots))] = old[i%uint64(len(old))]
 	}
 }
 
@@ -127,30 +135,49 @@ func (w *recvWQE) copyFrom(r *recvWQE) {
 	w.segs = append(w.segs[:0], r.segs...)
 }
 
-// recvQueue is a fixed ring of receive WQEs.
+// recvQueue is a ring of receive WQEs that, as sendQueue, starts small
+// and doubles up to its depth.
 type recvQueue struct {
 	slots      []recvWQE
+	depth      int // the most receives posted (max_recv_wr)
+	maxSGE     int
 	head, tail uint64
 }
 
-// newRecvQueue makes the ring with the slots' scatter lists carved from
-// one array, as newSendQueue does.
+// rqFirstSlots is the number of slots a receive queue starts with.
+const rqFirstSlots = 4
+
 func newRecvQueue(depth, maxSGE int) recvQueue {
-	n := max(maxSGE, 1)
-	q := recvQueue{slots: make([]recvWQE, depth)}
-	segs := make([][]byte, depth*n)
-	for i := range q.slots {
-		q.slots[i].segs = segs[i*n : i*n : (i+1)*n]
-	}
+	q := recvQueue{depth: depth, maxSGE: max(maxSGE, 1)}
+	q.slots = q.makeSlots(min(depth, rqFirstSlots))
 	return q
+}
+
+// makeSlots makes n slots, their scatter lists carved from one array.
+func (q *recvQueue) makeSlots(n int) []recvWQE {
+	slots := make([]recvWQE, n)
+	k := q.maxSGE
+	segs := make([][]byte, n*k)
+	for i := range slots {
+		slots[i].segs = segs[i*k : i*k : (i+1)*k]
+	}
+	return slots
 }
 
 func (q *recvQueue) at(i uint64) *recvWQE { return &q.slots[i%uint64(len(q.slots))] }
 func (q *recvQueue) empty() bool          { return q.head == q.tail }
-func (q *recvQueue) full() bool           { return q.tail-q.head >= uint64(len(q.slots)) }
+func (q *recvQueue) full() bool           { return q.tail-q.head >= uint64(q.depth) }
 func (q *recvQueue) len() int             { return int(q.tail - q.head) }
 
+// push takes the next slot, growing the ring first if every slot is in
+// use; the queue must not be full. A growth leaves a WQE pop returned as
+// it is (in the old ring).
 func (q *recvQueue) push() *recvWQE {
+	if q.tail-q.head == uint64(len(q.slots)) {
+		old := q.slots
+		q.slots = q.makeSlots(min(2*len(old), q.depth))
+		moveRing(old, q.slots, q.head, q.tail)
+	}
 	r := q.at(q.tail)
 	q.tail++
 	r.segs = r.segs[:0]

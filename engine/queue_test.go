@@ -58,3 +58,33 @@ func TestSendQueueGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestRecvQueueGrows is TestSendQueueGrows for receive queues.
+func TestRecvQueueGrows(t *testing.T) {
+	for _, depth := range []int{1, 4, 5, 64, 100} {
+		q := newRecvQueue(depth, 2)
+		q.push()
+		q.pop()
+		first := q.tail
+		for i := 0; i < depth; i++ {
+			if q.full() {
+				t.Fatalf("depth %d: full after %d pushes", depth, i)
+			}
+			r := q.push()
+			r.id, r.length = uint64(i), i
+			r.segs = append(r.segs, []byte{byte(i)})
+		}
+		if !q.full() || len(q.slots) > depth {
+			t.Fatalf("depth %d: full %v with %d slots", depth, q.full(), len(q.slots))
+		}
+		for i := 0; i < depth; i++ {
+			r := q.pop()
+			if r.id != uint64(i) || r.length != i || len(r.segs) != 1 || r.segs[0][0] != byte(i) {
+				t.Fatalf("depth %d: receive %d came back as %+v", depth, i, r)
+			}
+			if q.tail-q.head != uint64(depth-1-i) || first+uint64(i)+1 != q.head {
+				t.Fatalf("depth %d: counters %d..%d", depth, q.head, q.tail)
+			}
+		}
+	}
+}

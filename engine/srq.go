@@ -63,7 +63,7 @@ func (s *SRQ) Len() int {
 func (s *SRQ) Cap() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.rq.slots)
+	return s.rq.depth
 }
 
 // SetLimit arms the SRQ limit: when fewer than limit receives remain, one
@@ -72,8 +72,8 @@ func (s *SRQ) Cap() int {
 func (s *SRQ) SetLimit(limit int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if limit < 0 || limit > len(s.rq.slots) {
-		return fmt.Errorf("engine: SRQ limit %d above depth %d", limit, len(s.rq.slots))
+	if limit < 0 || limit > s.rq.depth {
+		return fmt.Errorf("engine: SRQ limit %d above depth %d", limit, s.rq.depth)
 	}
 	s.limit = limit
 	return nil
