@@ -36,21 +36,7 @@ func TestCompChannelManyCQs(t *testing.T) {
 		}
 		// A QP in ERR flushes a posted receive into the CQ: one
 		// completion, one event.
-		qp, err := pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq,
-			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, QKey: 1},
-			verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrQKey); err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.PostRecv(verbs.RecvWR{ID: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
-			t.Fatal(err)
-		}
+		qp := flushedRecvQP(t, pd, cq)
 		cqs[cq] = false
 		qps = append(qps, qp)
 	}

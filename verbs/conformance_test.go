@@ -436,28 +436,7 @@ func TestConformanceReqNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cq.Destroy()
-	// flush makes a UD QP on cq whose one posted receive is flushed into
-	// cq (a QP in ERR flushes its receives).
-	flush := func() *verbs.QP {
-		t.Helper()
-		qp, err := pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq,
-			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, QKey: 1},
-			verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrQKey); err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.PostRecv(verbs.RecvWR{ID: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
-			t.Fatal(err)
-		}
-		return qp
-	}
-	first := flush()
+	first := flushedRecvQP(t, pd, cq)
 	defer first.Destroy()
 	// The flush is queued (Wait returns once it is) before the CQ is armed.
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -475,7 +454,7 @@ func TestConformanceReqNotify(t *testing.T) {
 		got.AckEvents(1)
 		t.Fatal("arming a CQ that already held a completion raised an event: only later completions may")
 	}
-	second := flush()
+	second := flushedRecvQP(t, pd, cq)
 	defer second.Destroy()
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -254,15 +254,7 @@ func TestCQResize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := a.pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: a.rcq, Cap: cfg.Cap})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Destroy(); cq.Destroy() })
-	if err := qpToInit(x, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	toErr(t, x)
+	x := errQPOn(t, a, &cfg, cq)
 	flush := func(ids ...uint64) {
 		t.Helper()
 		for _, id := range ids {
@@ -430,15 +422,7 @@ func TestCQFillsToDepth(t *testing.T) {
 	if cq.Cap() < depth {
 		t.Fatalf("Cap %d, want at least %d", cq.Cap(), depth)
 	}
-	x, err := a.pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: a.rcq, Cap: cfg.Cap})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Destroy(); cq.Destroy() })
-	if err := qpToInit(x, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	toErr(t, x)
+	x := errQPOn(t, a, &cfg, cq)
 	next := uint64(1)
 	flush := func(n int) {
 		t.Helper()

@@ -400,3 +400,42 @@ func stateIs(t testing.TB, qp *verbs.QP, st verbs.QPState) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// flushedRecvQP makes a UD QP on cq whose one posted receive is flushed
+// into cq: a QP moved to ERR flushes its receives (one completion).
+func flushedRecvQP(t *testing.T, pd *verbs.PD, cq *verbs.CQ) *verbs.QP {
+	t.Helper()
+	qp, err := pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateInit, PortNum: 1, QKey: 1},
+		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrQKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.PostRecv(verbs.RecvWR{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPStateErr}, verbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	return qp
+}
+
+// errQPOn makes an RC QP of a's, sending to cq, and moves it to ERR: every
+// send posted then completes at once with WR_FLUSH_ERR. It and cq are
+// destroyed when the test ends.
+func errQPOn(t *testing.T, a *tEnd, cfg *pairConfig, cq *verbs.CQ) *verbs.QP {
+	t.Helper()
+	x, err := a.pd.CreateQP(verbs.QPInitAttr{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: a.rcq, Cap: cfg.Cap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Destroy(); cq.Destroy() })
+	if err := qpToInit(x, cfg); err != nil {
+		t.Fatal(err)
+	}
+	toErr(t, x)
+	return x
+}

@@ -692,17 +692,8 @@ func (s *session) runLatSend() ([]int64, *durResult, error) {
 				return nil, nil, fmt.Errorf("Couldn't post send: scnt=%d: %v", scnt, err)
 			}
 			if signaled {
-				for {
-					n, err := s.poll(s.sendCQ, wc, time.Time{})
-					if err != nil {
-						return nil, nil, err
-					}
-					if n > 0 {
-						break
-					}
-				}
-				if wc[0].Status != verbs.WCSuccess {
-					return nil, nil, s.errSend(&wc[0], scnt, scnt)
+				if err := s.awaitSend(wc, scnt, scnt); err != nil {
+					return nil, nil, err
 				}
 				w.Flags &^= verbs.SendSignaled
 			}
@@ -776,19 +767,8 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 		if ccnt < iters || clk.on {
 			if early > 0 {
 				early--
-			} else {
-				for {
-					n, err := s.poll(s.sendCQ, wc, time.Time{})
-					if err != nil {
-						return nil, nil, err
-					}
-					if n > 0 {
-						break
-					}
-				}
-				if wc[0].Status != verbs.WCSuccess {
-					return nil, nil, s.errSend(&wc[0], scnt, ccnt)
-				}
+			} else if err := s.awaitSend(wc, scnt, ccnt); err != nil {
+				return nil, nil, err
 			}
 			ccnt++
 			if clk.sampling() {
@@ -801,6 +781,24 @@ func (s *session) runLatWrite() ([]int64, *durResult, error) {
 		}
 	}
 	return posted, clk.result(), nil
+}
+
+// awaitSend polls the send CQ for one completion (into wc[0]), an error
+// if it failed (scnt and ccnt for the message).
+func (s *session) awaitSend(wc []verbs.WC, scnt, ccnt uint64) error {
+	for {
+		n, err := s.poll(s.sendCQ, wc[:1], time.Time{})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if wc[0].Status != verbs.WCSuccess {
+		return s.errSend(&wc[0], scnt, ccnt)
+	}
+	return nil
 }
 
 // waitByte polls buf[off] until it holds want, the device having written
@@ -875,17 +873,8 @@ func (s *session) runLatRead() ([]int64, *durResult, error) {
 		if clk.ended() {
 			break
 		}
-		for {
-			n, err := s.poll(s.sendCQ, wc, time.Time{})
-			if err != nil {
-				return nil, nil, err
-			}
-			if n > 0 {
-				break
-			}
-		}
-		if wc[0].Status != verbs.WCSuccess {
-			return nil, nil, s.errSend(&wc[0], scnt, scnt)
+		if err := s.awaitSend(wc, scnt, scnt); err != nil {
+			return nil, nil, err
 		}
 		if clk.sampling() {
 			clk.iters++
