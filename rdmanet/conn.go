@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -686,6 +687,11 @@ func (c *Conn) buildLocked() (wrs []verbs.SendWR, more bool) {
 }
 
 // pollLoop processes the completions of both CQs until Close.
+// beforeArm, when set (by a test), runs between a poller's last empty
+// poll and its arming of the CQs: the window in which a completion raises
+// no event.
+var beforeArm atomic.Pointer[func()]
+
 func (c *Conn) pollLoop() {
 	defer close(c.pollDone)
 	wcs := make([]verbs.WC, 32)
@@ -719,6 +725,9 @@ func (c *Conn) pollLoop() {
 		// Arm both CQs, then poll both once more: a completion that
 		// came after the Polls above but before arming raises no event.
 		if !armed {
+			if h := beforeArm.Load(); h != nil {
+				(*h)()
+			}
 			if c.rcq.ReqNotify(false) != nil || c.scq.ReqNotify(false) != nil {
 				return
 			}

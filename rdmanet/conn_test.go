@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -606,5 +607,39 @@ func TestCreditsWithReverseBlocked(t *testing.T) {
 	must(t, <-errc)
 	if !bytes.Equal(b, back) {
 		t.Fatal("client received wrong bytes")
+	}
+}
+
+// TestArmThenPoll holds each poller, for its first arms, in the window
+// between its last empty poll and arming its CQs, long enough for the
+// peer's messages to land there (the HELLO answer first). On Linux rxe
+// and NICs, and on the soft device, such a completion raises no event, so
+// a poller that arms and waits without polling once more would miss it
+// for good: keepalives are off, and Dial and the reads would wait for
+// their bounds.
+func TestArmThenPoll(t *testing.T) {
+	var arms atomic.Int32
+	hold := func() {
+		if arms.Add(1) <= 64 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	beforeArm.Store(&hold)
+	t.Cleanup(func() { beforeArm.Store(nil) })
+	c, s := pipe(t, WithKeepAlive(0, 0))
+	msg, got := []byte("ping"), make([]byte, 4)
+	for i := range 16 {
+		for _, e := range [][2]*Conn{{c, s}, {s, c}} {
+			e[1].SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := e[0].Write(msg); err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			if _, err := io.ReadFull(e[1], got); err != nil || !bytes.Equal(got, msg) {
+				t.Fatalf("round %d: read %q, %v", i, got, err)
+			}
+		}
+	}
+	if n := arms.Load(); n < 2 {
+		t.Fatalf("the pollers armed %d times: the window was not exercised", n)
 	}
 }
