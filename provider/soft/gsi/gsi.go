@@ -58,8 +58,15 @@ type Port struct {
 	rcq  ringCQ
 
 	sendMu sync.Mutex
-	sbuf   []byte
+	sbuf   []byte // sendBatch staging slots of one MAD each
 	smr    *engine.MR
+	// While Poll delivers, the MADs sent (the replies its MADs cause,
+	// mostly) are queued and posted together when it ends: one send of
+	// the device's for a batch, not one each.
+	batching bool
+	wrs      []engine.SendWR
+	avs      [sendBatch]engine.AV
+	sges     [sendBatch]engine.SGE
 
 	pollMu sync.Mutex
 	done   []engine.Completion
@@ -87,8 +94,9 @@ func Open(h *engine.Host, cfg Config) (*Port, error) {
 	p.qp = qp
 	p.rbuf = make([]byte, cfg.Receives*slot)
 	p.rmr = h.Mem().Register(gsiPD, p.rbuf, engine.AccessLocalWrite)
-	p.sbuf = make([]byte, mad.Size)
+	p.sbuf = make([]byte, sendBatch*mad.Size)
 	p.smr = h.Mem().Register(gsiPD, p.sbuf, 0)
+	p.wrs = make([]engine.SendWR, 0, sendBatch)
 	now := time.Now()
 	for _, st := range []engine.QPState{engine.StateInit, engine.StateRTR, engine.StateRTS} {
 		qp.Modify(now, &engine.Attr{State: st}, engine.AttrState)
@@ -150,15 +158,31 @@ func (p *Port) SendMAD(a mad.Address, m mad.MAD) error {
 	if p.closed {
 		return ErrClosed
 	}
-	copy(p.sbuf, m[:mad.Size])
-	wr := engine.SendWR{Op: engine.WRSend, Flags: engine.SendInline,
-		SGL:       []engine.SGE{{Addr: p.smr.Addr, Length: mad.Size, LKey: p.smr.LKey}},
-		AV:        &engine.AV{Remote: a.Remote, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass},
-		RemoteQPN: a.QPN, RemoteQKey: qkey}
-	if err := p.qp.PostSend(time.Now(), &wr); err != nil {
-		return fmt.Errorf("gsi: send to %s QP %d: %w", a.Remote, a.QPN, err)
+	i := len(p.wrs)
+	copy(p.sbuf[i*mad.Size:], m[:mad.Size])
+	p.avs[i] = engine.AV{Remote: a.Remote, FlowLabel: a.FlowLabel, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass}
+	p.sges[i] = engine.SGE{Addr: p.smr.Addr + uint64(i*mad.Size), Length: mad.Size, LKey: p.smr.LKey}
+	p.wrs = append(p.wrs, engine.SendWR{Op: engine.WRSend, Flags: engine.SendInline,
+		SGL: p.sges[i : i+1], AV: &p.avs[i], RemoteQPN: a.QPN, RemoteQKey: qkey})
+	if p.batching && len(p.wrs) < sendBatch {
+		return nil
 	}
-	return nil
+	return p.flushLocked()
+}
+
+// sendBatch is the most MADs Poll queues before it posts them.
+const sendBatch = 32
+
+// flushLocked posts the queued MADs as one list (the engine sends a list
+// in one batch).
+func (p *Port) flushLocked() error {
+	n, err := p.qp.PostSendList(time.Now(), p.wrs)
+	if err != nil {
+		w := &p.wrs[n]
+		err = fmt.Errorf("gsi: send to %s QP %d (%d of %d MADs not sent): %w", w.AV.Remote, w.RemoteQPN, len(p.wrs)-n, len(p.wrs), err)
+	}
+	p.wrs = p.wrs[:0]
+	return err
 }
 
 // Poll delivers the MADs QP1 has received to the agent and reposts their
@@ -170,6 +194,21 @@ func (p *Port) Poll(now time.Time) {
 	if p.closed {
 		return
 	}
+	p.sendMu.Lock()
+	p.batching = true
+	p.sendMu.Unlock()
+	defer func() {
+		p.sendMu.Lock()
+		p.batching = false
+		var err error
+		if len(p.wrs) > 0 && !p.closed {
+			err = p.flushLocked()
+		}
+		p.sendMu.Unlock()
+		if err != nil {
+			p.log.Debug("gsi: send", "err", err)
+		}
+	}()
 	p.done = p.rcq.drain(p.done[:0])
 	for i := range p.done {
 		c := &p.done[i]
