@@ -328,6 +328,7 @@ stall_watch() {  # stall_watch ID PID: in the background, while PID runs
 		for _ in $(seq $(((SIDE_T - 25) * 2))); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.5; done
 		snap 1
 		"${NS[@]}" "$RDMA_GO_TOOL" resource show qp >"$LOGDIR/$id.stall.ours" 2>&1 || true
+		"${NS[@]}" "$RDMA_GO_TOOL" -j statistic qp show >"$LOGDIR/$id.stall.ours-counters" 2>&1 || true
 		sleep 5
 		snap 2
 	) &
@@ -341,17 +342,30 @@ stall_unwatch() {
 	for p in "${BG_PIDS[@]}"; do [ "$p" = "$STALL_PID" ] || live+=("$p"); done
 	BG_PIDS=("${live[@]}")
 }
-rxe_stalled() {  # rxe_stalled ID
-	local o=$LOGDIR/$1.stall.ours r1=$LOGDIR/$1.stall.rxe1 r2=$LOGDIR/$1.stall.rxe2
+rxe_stalled() {  # rxe_stalled ID ROLE (our side's: client or server)
+	local o=$LOGDIR/$1.stall.ours r1=$LOGDIR/$1.stall.rxe1 r2=$LOGDIR/$1.stall.rxe2 c=$LOGDIR/$1.stall.ours-counters
 	[ -s "$o" ] && [ -s "$r1" ] && [ -s "$r2" ] || return 1
-	# For each of the guest's RC QPs connected to one of ours: its sq-psn,
-	# the same in both snapshots, is behind our rq-psn (24-bit PSNs).
-	awk 'function f(k,  i) { for (i = 1; i < NF; i++) if ($i == k) return $(i + 1); return "" }
-		FILENAME == ARGV[1] { if (f("type") == "RC") rq[f("lqpn")] = f("rq-psn"); next }
+	# Our side has answered all it received: a pingpong client has sent
+	# one message more than it received, a server as many (one RC QP).
+	local sends recvs answered=0
+	sends=$(grep -o '"rdma_sends":[0-9]*' "$c" 2>/dev/null | cut -d: -f2)
+	recvs=$(grep -o '"rdma_recvs":[0-9]*' "$c" 2>/dev/null | cut -d: -f2)
+	if [[ $sends =~ ^[0-9]+$ ]] && [[ $recvs =~ ^[0-9]+$ ]]; then
+		if [ "$2" = client ]; then [ "$sends" = $((recvs + 1)) ] && answered=1; else [ "$sends" = "$recvs" ] && answered=1; fi
+	fi
+	# For each of the guest's RC QPs connected to one of ours, its sq-psn
+	# the same in both snapshots: behind our rq-psn (24-bit PSNs); or,
+	# when ours is our only RC QP and has answered all it received, equal
+	# to it, with everything we sent received (the guest's rq-psn equal to
+	# our sq-psn): the guest's send of the message we received never
+	# completed, so it sends no more.
+	awk -v answered=$answered 'function f(k,  i) { for (i = 1; i < NF; i++) if ($i == k) return $(i + 1); return "" }
+		FILENAME == ARGV[1] { if (f("type") == "RC") { rq[f("lqpn")] = f("rq-psn"); sq[f("lqpn")] = f("sq-psn"); n++ }; next }
 		FILENAME == ARGV[2] { if (f("type") == "RC") sq1[f("lqpn")] = f("sq-psn"); next }
 		f("type") == "RC" && (f("rqpn") in rq) && sq1[f("lqpn")] == f("sq-psn") {
 			d = (rq[f("rqpn")] - f("sq-psn") + 16777216) % 16777216
 			if (d > 0 && d < 8388608) hit = 1
+			if (d == 0 && answered && n == 1 && f("rq-psn") == sq[f("rqpn")]) hit = 1
 		}
 		END { exit !hit }' "$o" "$r1" "$r2"
 }
@@ -360,12 +374,12 @@ rxe_stalled() {  # rxe_stalled ID
 # ("Correlation coefficient r^2: 0.83 < 0.9") and it prints no result:
 # a failure of the guest's clock, not of the exchange.
 calib_failed() { grep -q '^Correlation coefficient r^2: .* < 0.9' "$1" 2>/dev/null; }
-# stalled_again ID GUEST_LOG: after a failed case, whether to run it once
-# more (the guest's rxe stalled, or perftest there could not calibrate its
-# clock); says why.
+# stalled_again ID GUEST_LOG ROLE: after a failed case, whether to run it
+# once more (the guest's rxe stalled, or perftest there could not calibrate
+# its clock); says why.
 stalled_again() {
 	[ -z "$STALL_RERUN" ] || return 1
-	if rxe_stalled "$1"; then
+	if rxe_stalled "$1" "$3"; then
 		say "$1: the guest's rxe stalled (its requester stopped behind the PSN we acknowledged: $(grep -h ' RC ' "$LOGDIR/$1.stall.rxe2" | head -n2 | tr -s ' ' | tr '\n' ';') ours: $(grep -h ' RC ' "$LOGDIR/$1.stall.ours" | head -n2 | tr -s ' ' | tr '\n' ';')): running it once more"
 		STALL_WHY="a stall of the guest's rxe"
 	elif calib_failed "$2"; then
@@ -377,6 +391,14 @@ stalled_again() {
 }
 STALL_WHY=
 stall_note() { [ -z "$STALL_RERUN" ] || echo "; second run, after $STALL_WHY"; }
+# stall_show ID: the snapshots, when a case failed for another reason.
+stall_show() {
+	local f
+	for f in "$LOGDIR/$1".stall.*; do
+		[ -s "$f" ] && echo "  ---- $(basename "$f"): $(tr -s ' \n' ' ' <"$f" | cut -c1-1500)"
+	done
+	return 0
+}
 
 # Direction 1: rxe server in the VM, rdma-go client in the namespace.
 case_rxe_server() {  # KIND SIZE EXTRA...
@@ -429,7 +451,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 	local dir="$XP_THEIRS srv, rdma-go cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
 		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")$(stall_note)"
-	elif stalled_again "$id" "$tl"; then
+	elif stalled_again "$id" "$tl" client; then
 		STALL_RERUN=1
 		case_rxe_server "$kind" "$size" "$@"
 		STALL_RERUN=
@@ -437,6 +459,7 @@ case_rxe_server() {  # KIND SIZE EXTRA...
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
 		rxe_counters "$id"
+		stall_show "$id"
 	fi
 }
 
@@ -481,7 +504,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 	local dir="rdma-go srv, $XP_THEIRS cli"
 	if side_ok "$ol" "$rc_ours" && side_ok "$tl" "$rc_theirs"; then
 		record "$tool" "$dir" "$size" PASS "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")$(stall_note)"
-	elif stalled_again "$id" "$tl"; then
+	elif stalled_again "$id" "$tl" server; then
 		STALL_RERUN=1
 		case_rdmago_server "$kind" "$size" "$@"
 		STALL_RERUN=
@@ -489,6 +512,7 @@ case_rdmago_server() {  # KIND SIZE EXTRA...
 		record "$tool" "$dir" "$size" FAIL "${*:+[$*] }rdma-go: $(describe "$ol" "$rc_ours"); rxe: $(describe "$tl" "$rc_theirs")$(drops_note "$drops0")"
 		show_logs "$id" "$ol" "$tl"
 		rxe_counters "$id"
+		stall_show "$id"
 	fi
 }
 
