@@ -805,14 +805,13 @@ func (s *session) awaitSend(wc []verbs.WC, scnt, ccnt uint64) error {
 // it, calling poll between reads: on a soft device a poll of the CQ
 // receives what the device's socket holds on this goroutine (while a
 // goroutine polls, the device's own receive goroutine leaves the socket
-// to it), the peer's WRITE among it. The loop is paced as the CQ loops
-// are (package spin); where those would block, it sleeps 20 µs between
-// reads instead (a WRITE raises no completion here). It gives up after
+// to it), the peer's WRITE among it. The loop is paced by
+// spin.Spinner.Idle (it sleeps between reads where a CQ loop would
+// block: a WRITE raises no completion here). It gives up after
 // stallTimeout.
 func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll func() error) error {
 	sp := s.spinner
 	start := time.Now()
-	sleeping := false
 	for {
 		if loadByte(buf, off) == want {
 			return nil
@@ -826,9 +825,7 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll f
 		if err := poll(); err != nil {
 			return err
 		}
-		if sleeping {
-			time.Sleep(20 * time.Microsecond)
-		} else if !sp.Empty() {
+		if !sp.Idle() {
 			continue
 		}
 		now := time.Now()
@@ -842,7 +839,7 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll f
 		if now.Sub(start) > stallTimeout {
 			return fmt.Errorf(" No RDMA WRITE from the %s for %v: it stopped answering", s.peerRole(), stallTimeout)
 		}
-		sleeping = sleeping || sp.Block(now)
+		sp.Block(now)
 	}
 }
 

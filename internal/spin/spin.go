@@ -29,13 +29,17 @@ const (
 	// finding anything before it blocks: many round trips to a peer on
 	// the same host (a few µs each), a small part of one to a slow peer.
 	blockAfter = 200 * time.Microsecond
+	// dozeFor is how long Idle sleeps once a memory-polling loop would
+	// block.
+	dozeFor = 20 * time.Microsecond
 )
 
 // Spinner counts one loop's empty polls.
 type Spinner struct {
-	yield bool
-	n     int
-	since time.Time // of the first look-up without a completion
+	yield  bool
+	n      int
+	since  time.Time // of the first look-up without a completion
+	dozing bool      // Block said to block (Idle sleeps)
 }
 
 // For returns a Spinner for loops that poll CQs of ctx's device.
@@ -66,8 +70,21 @@ func (s *Spinner) Block(now time.Time) bool {
 		s.since = now
 		return false
 	}
-	return now.Sub(s.since) >= blockAfter
+	s.dozing = now.Sub(s.since) >= blockAfter
+	return s.dozing
+}
+
+// Idle is Empty for a loop that waits for memory to change (an RDMA
+// WRITE landing), which no completion marks and so no CQ can wait for:
+// once Block has said that the loop would block, Idle sleeps dozeFor
+// instead and tells the loop to look up after every sleep.
+func (s *Spinner) Idle() bool {
+	if s.dozing {
+		time.Sleep(dozeFor)
+		return true
+	}
+	return s.Empty()
 }
 
 // Reset starts counting again, after a poll that found something.
-func (s *Spinner) Reset() { s.n, s.since = 0, time.Time{} }
+func (s *Spinner) Reset() { s.n, s.since, s.dozing = 0, time.Time{}, false }

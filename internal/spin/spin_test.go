@@ -42,3 +42,30 @@ func TestBlock(t *testing.T) {
 		t.Fatal("Block() after Reset")
 	}
 }
+
+// TestIdle: a memory-polling loop's Idle paces it as Empty does until
+// Block says to block; from then on every call sleeps and says to look
+// up, until Reset.
+func TestIdle(t *testing.T) {
+	s := Spinner{yield: true}
+	for i := 1; i <= checkEvery; i++ {
+		if got, want := s.Idle(), i%checkEvery == 0; got != want {
+			t.Fatalf("Idle() #%d = %v, want %v", i, got, want)
+		}
+	}
+	t0 := time.Unix(1000, 0)
+	s.Block(t0)
+	if s.Block(t0.Add(blockAfter)) != true {
+		t.Fatal("Block() after blockAfter = false")
+	}
+	for i := range 3 {
+		start := time.Now()
+		if !s.Idle() || time.Since(start) < dozeFor {
+			t.Fatalf("dozing: Idle() #%d did not sleep and say to look up", i)
+		}
+	}
+	s.Reset()
+	if s.Idle() {
+		t.Fatal("Idle() after Reset says to look up at once")
+	}
+}

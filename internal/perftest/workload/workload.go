@@ -455,13 +455,11 @@ func (e *End) poll(ctx context.Context, spinning bool) ([]verbs.WC, error) {
 
 // waitByte polls buf[off] until it holds want, the peer's RDMA WRITE
 // having landed there, as ib_write_lat does, calling poll between reads
-// and pacing the loop with sp (package spin); once sp says a loop on a
-// soft device would block, it sleeps 20 µs between reads instead (no
-// completion marks a WRITE's arrival). It gives up when ctx is done or
-// after WaitTimeout.
+// and pacing the loop with sp (Spinner.Idle: it sleeps between reads
+// where a CQ loop would block). It gives up when ctx is done or after
+// WaitTimeout.
 func waitByte(ctx context.Context, sp spin.Spinner, buf []byte, off int, want byte, poll func() error) error {
 	var start time.Time
-	sleeping := false
 	for {
 		if loadByte(buf, off) == want {
 			return nil
@@ -469,9 +467,7 @@ func waitByte(ctx context.Context, sp spin.Spinner, buf []byte, off int, want by
 		if err := poll(); err != nil {
 			return err
 		}
-		if sleeping {
-			time.Sleep(20 * time.Microsecond)
-		} else if !sp.Empty() {
+		if !sp.Idle() {
 			continue
 		}
 		now := time.Now()
@@ -483,7 +479,7 @@ func waitByte(ctx context.Context, sp spin.Spinner, buf []byte, off int, want by
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		sleeping = sleeping || sp.Block(now)
+		sp.Block(now)
 	}
 }
 
