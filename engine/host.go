@@ -161,6 +161,19 @@ func (h *Host) SetQPNRange(first, last uint32) {
 	h.qpnFirst, h.qpnLast, h.nextQPN = first, last, first
 }
 
+// SetNextQPN makes n the number CreateQP tries next, if n lies in the
+// range SetQPNRange gave (else nothing changes). A device that starts its
+// numbering at a random point does not hand a restarted program the QPNs
+// of its previous run, which a peer may still hold in a connection
+// (its CM would reject the new one as stale).
+func (h *Host) SetNextQPN(n uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n >= h.qpnFirst && n <= h.qpnLast {
+		h.nextQPN = n
+	}
+}
+
 // newQP returns a QP in RESET with no number, not yet in the QP table.
 func (h *Host) newQP(cfg QPConfig) (*QP, error) {
 	if cfg.MaxSendWR <= 0 || cfg.MaxRecvWR < 0 {

@@ -60,13 +60,16 @@ type Port struct {
 	sendMu sync.Mutex
 	sbuf   []byte // sendBatch staging slots of one MAD each
 	smr    *engine.MR
-	// While Poll delivers, the MADs sent (the replies its MADs cause,
-	// mostly) are queued and posted together when it ends: one send of
-	// the device's for a batch, not one each.
-	batching bool
-	wrs      []engine.SendWR
-	avs      [sendBatch]engine.AV
-	sges     [sendBatch]engine.SGE
+	// While Poll delivers a MAD, the MADs sent (the replies it causes,
+	// mostly) are queued; Poll posts them together when it ends: one send
+	// of the device's for a batch, not one each. A MAD sent from anywhere
+	// else goes out at once, with any queued before it, so that what a
+	// program sends (a DREQ from Disconnect) is on the wire when the call
+	// returns.
+	delivering bool
+	wrs        []engine.SendWR
+	avs        [sendBatch]engine.AV
+	sges       [sendBatch]engine.SGE
 
 	pollMu sync.Mutex
 	done   []engine.Completion
@@ -164,7 +167,7 @@ func (p *Port) SendMAD(a mad.Address, m mad.MAD) error {
 	p.sges[i] = engine.SGE{Addr: p.smr.Addr + uint64(i*mad.Size), Length: mad.Size, LKey: p.smr.LKey}
 	p.wrs = append(p.wrs, engine.SendWR{Op: engine.WRSend, Flags: engine.SendInline,
 		SGL: p.sges[i : i+1], AV: &p.avs[i], RemoteQPN: a.QPN, RemoteQKey: qkey})
-	if p.batching && len(p.wrs) < sendBatch {
+	if p.delivering && len(p.wrs) < sendBatch {
 		return nil
 	}
 	return p.flushLocked()
@@ -194,12 +197,8 @@ func (p *Port) Poll(now time.Time) {
 	if p.closed {
 		return
 	}
-	p.sendMu.Lock()
-	p.batching = true
-	p.sendMu.Unlock()
 	defer func() {
 		p.sendMu.Lock()
-		p.batching = false
 		var err error
 		if len(p.wrs) > 0 && !p.closed {
 			err = p.flushLocked()
@@ -224,12 +223,20 @@ func (p *Port) Poll(now time.Time) {
 		if n >= mad.Size {
 			from := parseGRH(b[:engine.GRHLen])
 			from.QPN, from.QKey = c.SrcQP, mad.GSIQKey
+			p.setDelivering(true)
 			p.agent.Deliver(now, b[engine.GRHLen:engine.GRHLen+mad.Size], from)
+			p.setDelivering(false)
 		}
 		if err := p.post(now, idx); err != nil {
 			p.log.Error("gsi: cannot repost a QP1 receive", "err", err)
 		}
 	}
+}
+
+func (p *Port) setDelivering(on bool) {
+	p.sendMu.Lock()
+	p.delivering = on
+	p.sendMu.Unlock()
 }
 
 // parseGRH reads the addresses, traffic class and flow label out of a GRH

@@ -7,6 +7,7 @@ package softdev
 import (
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -123,6 +124,8 @@ func Start(l link.Link, opts Options) *Device {
 	d.startGSI()
 	if opts.Slot != 0 {
 		d.SetSlot(opts.Slot)
+	} else {
+		d.host.SetNextQPN(randomQPN(0x11, 0xFFFFFF))
 	}
 	d.poller, _ = l.(link.Poller)
 	d.rx = newRxBatch(l.MaxBatch())
@@ -163,9 +166,19 @@ func (d *Device) startGSI() {
 func (d *Device) SetSlot(slot uint8) {
 	first, last := service.QPNRange(slot)
 	d.host.SetQPNRange(first, last)
+	d.host.SetNextQPN(randomQPN(first, last))
 	if d.gsi != nil {
 		d.gsi.SetPrefix(slot)
 	}
+}
+
+// randomQPN picks where a device's QP numbering starts in first…last: a
+// program run again soon after the last run (a restarted client) does not
+// reuse the QPNs that its peers' connection managers may still hold for
+// the connections of the last run, as it would if every run started at
+// first.
+func randomQPN(first, last uint32) uint32 {
+	return first + rand.Uint32N(last-first+1)
 }
 
 // GSI returns the device's QP1 and MAD agent, or nil if it could not be
@@ -495,11 +508,13 @@ func (d *Device) Close() error {
 		close(d.done)
 		unregister(d)
 		d.detach()
-		err = d.link.Close()
-		d.wg.Wait()
+		// QP1 first, while the link still sends: Close waits for a Poll
+		// under way, which posts the MADs it queued (an RTU, a DREP).
 		if d.gsi != nil {
 			d.gsi.Close()
 		}
+		err = d.link.Close()
+		d.wg.Wait()
 	})
 	return err
 }

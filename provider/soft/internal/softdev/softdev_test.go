@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/engine"
 	"github.com/rdma-go/rdma-go/link"
+	"github.com/rdma-go/rdma-go/provider/soft/service"
 )
 
 // quietLink is a link whose blocking receive records whether the socket
@@ -115,6 +117,40 @@ func TestReceiveLoopNeverWaitsQuiet(t *testing.T) {
 	for i, q := range l.waits {
 		if q {
 			t.Errorf("wait %d on the link began with the socket quiet: no datagram would wake it", i)
+		}
+	}
+}
+
+// TestQPNumbersStartAtRandom: two runs of a device on the same address (a
+// program and the same program restarted) number their first QPs
+// differently, in the whole space and in a host service's slot. Were both
+// to start at the range's first number, a peer still holding the first
+// run's connection would reject the second run's REQ as stale.
+func TestQPNumbersStartAtRandom(t *testing.T) {
+	firstQPN := func(slot uint8) uint32 {
+		t.Helper()
+		d := Start(newQuietLink(), Options{Slot: slot})
+		defer d.Close()
+		qp, err := d.Host().CreateQP(engine.QPConfig{Type: engine.QPTypeRC, MaxSendWR: 1, MaxRecvWR: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Host().DestroyQP(qp)
+		first, last := uint32(0x11), uint32(0xFFFFFF)
+		if slot != 0 {
+			first, last = service.QPNRange(slot)
+		}
+		if n := qp.QPN(); n < first || n > last {
+			t.Fatalf("slot %d: QPN %#x outside %#x–%#x", slot, n, first, last)
+		}
+		return qp.QPN()
+	}
+	for _, slot := range []uint8{0, 3} {
+		// Two equal starts in a row happen by chance once in 2^16 runs
+		// in a slot's range; three are needed to fail.
+		a, b, c := firstQPN(slot), firstQPN(slot), firstQPN(slot)
+		if a == b && b == c {
+			t.Errorf("slot %d: three runs of the device all numbered their first QP %#x", slot, a)
 		}
 	}
 }
