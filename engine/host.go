@@ -161,6 +161,13 @@ func (h *Host) SetQPNRange(first, last uint32) {
 	h.qpnFirst, h.qpnLast, h.nextQPN = first, last, first
 }
 
+// QPNRange returns the QP numbers CreateQP hands out (see SetQPNRange).
+func (h *Host) QPNRange() (first, last uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.qpnFirst, h.qpnLast
+}
+
 // SetNextQPN makes n the number CreateQP tries next, if n lies in the
 // range SetQPNRange gave (else nothing changes). A device that starts its
 // numbering at a random point does not hand a restarted program the QPNs

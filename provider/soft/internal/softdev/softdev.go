@@ -125,7 +125,7 @@ func Start(l link.Link, opts Options) *Device {
 	if opts.Slot != 0 {
 		d.SetSlot(opts.Slot)
 	} else {
-		d.host.SetNextQPN(randomQPN(0x11, 0xFFFFFF))
+		d.host.SetNextQPN(randomQPN(d.host.QPNRange()))
 	}
 	d.poller, _ = l.(link.Poller)
 	d.rx = newRxBatch(l.MaxBatch())
@@ -164,9 +164,8 @@ func (d *Device) startGSI() {
 // transaction IDs in slot's share of its address, which a host service
 // gave this process (see package service).
 func (d *Device) SetSlot(slot uint8) {
-	first, last := service.QPNRange(slot)
-	d.host.SetQPNRange(first, last)
-	d.host.SetNextQPN(randomQPN(first, last))
+	d.host.SetQPNRange(service.QPNRange(slot))
+	d.host.SetNextQPN(randomQPN(d.host.QPNRange()))
 	if d.gsi != nil {
 		d.gsi.SetPrefix(slot)
 	}

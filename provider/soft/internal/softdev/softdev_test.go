@@ -136,7 +136,7 @@ func TestQPNumbersStartAtRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Host().DestroyQP(qp)
-		first, last := uint32(0x11), uint32(0xFFFFFF)
+		first, last := uint32(0x11), uint32(0xFFFFFF) // the engine's default
 		if slot != 0 {
 			first, last = service.QPNRange(slot)
 		}
