@@ -7,7 +7,7 @@
 #
 #   --down      stop the VM (lab vm-down.sh) at the end; default: leave it up
 #   --perf      also compare our ib_write_bw and ib_send_lat with perftest's
-#               on the guest's rxe0, 7 interleaved rounds (ids kp-perf-...;
+#               on the guest's rxe0, 15 interleaved rounds (ids kp-perf-...;
 #               not in CI: the emulated guest's figures are noisy, so run it
 #               on an otherwise idle host)
 #   --capture   tcpdump every pingpong run into the log directory (.pcap)
@@ -1193,7 +1193,9 @@ kp_section() {
 		rdma_server rdma_client TCP - 0 -s $g -p P|-s $g -p P
 	EOF
 	# Performance on rxe0 (--perf): our tool pair against perftest's, same
-	# run, 7 rounds interleaved; the medians' ratio must meet issue 12's
+	# run, 15 rounds interleaved (a round's figure spreads by ±30 % in the
+	# emulated guest: 7 rounds' medians moved the ratio by 0.1 from run to
+	# run); the medians' ratio must meet issue 12's
 	# bar: ib_write_bw 64 KiB BW average >= 0.95x perftest's, ib_send_lat
 	# t_typical <= 1.1x perftest's (rounds where perftest's calibration
 	# failed and it printed inf are left out).
@@ -1203,7 +1205,7 @@ kp_section() {
 		[ $PERF = 1 ] && selected "$id" || continue
 		if [ $t = ib_write_bw ]; then col=4 want=">= 0.95"; else col=5 want="<= 1.1"; fi
 		rc=0
-		timeout 1500 "${VMRUN[@]}" -t 1400 "bash $KP/kpperf.sh $t 7 -x 1 -F" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+		timeout 3000 "${VMRUN[@]}" -t 2900 "bash $KP/kpperf.sh $t 15 -x 1 -F" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
 		ours=$(kp_median ours $col "$LOGDIR/$id.log") theirs=$(kp_median perftest $col "$LOGDIR/$id.log")
 		ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "nan"; else printf "%.3f", a / b }')
 		out="ours $ours, perftest $theirs (medians of $(grep -c '^ours: [0-9]' "$LOGDIR/$id.log" || true) and $(grep -c '^perftest: [0-9]' "$LOGDIR/$id.log" || true) rounds): ratio $ratio, want $want"
