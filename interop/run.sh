@@ -875,8 +875,14 @@ KP_SHARE=$RXE_SHARE_DIR/interop-kp.$$
 KP=/host/interop-kp.$$
 # kp_median WHO COL LOG: the median of field COL of LOG's "WHO: ..." lines
 # (numbers only: perftest's "inf" rounds are left out), or nan.
+# kp_values WHO COL LOG: the rounds' figures in column COL of WHO's result
+# lines, leaving out rounds without one (perftest's failed calibration
+# prints inf, a failed run zeros).
+kp_values() {
+	grep "^$1: " "$3" | awk -v c="$2" '{ v = $(c + 1); if (v ~ /^[0-9.]+$/ && v > 0) print v }'
+}
 kp_median() {
-	grep "^$1: " "$3" | awk -v c="$2" '{ v = $(c + 1); if (v ~ /^[0-9.]+$/ && v > 0) print v }' | sort -g |
+	kp_values "$@" | sort -g |
 		awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 kp_section() {
@@ -1208,7 +1214,7 @@ kp_section() {
 		timeout 3000 "${VMRUN[@]}" -t 2900 "bash $KP/kpperf.sh $t 15 -x 1 -F" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
 		ours=$(kp_median ours $col "$LOGDIR/$id.log") theirs=$(kp_median perftest $col "$LOGDIR/$id.log")
 		ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "nan"; else printf "%.3f", a / b }')
-		out="ours $ours, perftest $theirs (medians of $(grep -c '^ours: [0-9]' "$LOGDIR/$id.log" || true) and $(grep -c '^perftest: [0-9]' "$LOGDIR/$id.log" || true) rounds): ratio $ratio, want $want"
+		out="ours $ours, perftest $theirs (medians of $(kp_values ours $col "$LOGDIR/$id.log" | wc -l) and $(kp_values perftest $col "$LOGDIR/$id.log" | wc -l) rounds): ratio $ratio, want $want"
 		if [ $rc = 0 ] && [ "$ratio" != nan ] && awk -v r="$ratio" -v w="$want" 'BEGIN { split(w, x, " "); exit !(x[1] == ">=" ? r >= x[2] : r <= x[2]) }'; then
 			record "$t" "kernel rxe0: perf" - PASS "$out"
 		else record "$t" "kernel rxe0: perf" - FAIL "rc=$rc $out"; show_logs "$id" "$LOGDIR/$id.log"; fi
