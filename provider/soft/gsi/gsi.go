@@ -226,12 +226,19 @@ func (p *Port) Poll(now time.Time) {
 			p.setDelivering(true)
 			p.agent.Deliver(now, b[engine.GRHLen:engine.GRHLen+mad.Size], from)
 			p.setDelivering(false)
+			if testHookDelivered != nil {
+				testHookDelivered()
+			}
 		}
 		if err := p.post(now, idx); err != nil {
 			p.log.Error("gsi: cannot repost a QP1 receive", "err", err)
 		}
 	}
 }
+
+// testHookDelivered, set only by tests, runs in Poll after each MAD it
+// has delivered: where a program's send may land while Poll runs.
+var testHookDelivered func()
 
 func (p *Port) setDelivering(on bool) {
 	p.sendMu.Lock()

@@ -69,3 +69,52 @@ func TestPerfMgtOverQP1(t *testing.T) {
 		nb.Port.Close()
 	}
 }
+
+// TestProgramSendsGoOutAtOnce: a MAD that a program sends while QP1's Poll
+// runs (here between two deliveries, as a DREQ from Disconnect can) is on
+// the wire when SendMAD returns, after the replies Poll had queued; only
+// what a delivery itself sends waits for the end of Poll. A Poll that held
+// everything back lost a DREQ when the device closed right after it.
+func TestProgramSendsGoOutAtOnce(t *testing.T) {
+	s := gsisim.New(1, memlink.Faults{Delay: time.Millisecond})
+	na, nb := s.Add(a4, 1), s.Add(b4, 2)
+	if _, err := mad.ServePerfMgt(nb.Port.Agent(), mad.PerfMgtConfig{Counters: func() mad.PortCounterValues { return gsi.Counters(nb.Host) }}); err != nil {
+		t.Fatal(err)
+	}
+	const reqTID, ownTID = 0x1111, 0x2222
+	var sent []uint64 // TIDs of the MADs B sent, in order
+	s.Trace = func(_ time.Time, from, _ netip.Addr, m mad.MAD) {
+		if from == nb.Addr {
+			sent = append(sent, m.TID())
+		}
+	}
+	hooked, seen := false, []uint64(nil)
+	gsi.SetTestHookDelivered(func() {
+		if hooked {
+			return
+		}
+		hooked = true
+		m := mad.New(mad.ClassPerfMgt, 1, mad.MethodTrap, 0x1, ownTID)
+		if err := nb.Port.SendMAD(mad.Address{Remote: na.Addr, QPN: 1}, m); err != nil {
+			t.Errorf("SendMAD during Poll: %v", err)
+		}
+		seen = append(seen, sent...)
+	})
+	defer gsi.SetTestHookDelivered(nil)
+	get := mad.New(mad.ClassPerfMgt, 1, mad.MethodGet, mad.AttrPortCounters, reqTID)
+	get.PerfAttr()[1] = 1
+	if err := na.Port.SendMAD(mad.Address{Remote: nb.Addr, QPN: 1}, get); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(time.Second, 100, func() bool { return hooked })
+	if !hooked {
+		t.Fatal("B's Poll never delivered the Get")
+	}
+	// The answer to the Get, queued while it was delivered, then the
+	// program's own MAD: both out before SendMAD returned.
+	if len(seen) != 2 || seen[0] != reqTID || seen[1] != ownTID {
+		t.Fatalf("B had sent TIDs %#x when SendMAD returned in Poll; want the answer %#x, then %#x", seen, reqTID, ownTID)
+	}
+	na.Port.Close()
+	nb.Port.Close()
+}
