@@ -873,14 +873,13 @@ fi
 # kp-ib_send_lat-... SKIPped (not counted) when the guest has no rxe0.
 KP_SHARE=$RXE_SHARE_DIR/interop-kp.$$
 KP=/host/interop-kp.$$
-# kp_median WHO COL LOG: the median of field COL of LOG's "WHO: ..." lines
-# (numbers only: perftest's "inf" rounds are left out), or nan.
 # kp_values WHO COL LOG: the rounds' figures in column COL of WHO's result
 # lines, leaving out rounds without one (perftest's failed calibration
 # prints inf, a failed run zeros).
 kp_values() {
 	grep "^$1: " "$3" | awk -v c="$2" '{ v = $(c + 1); if (v ~ /^[0-9.]+$/ && v > 0) print v }'
 }
+# kp_median WHO COL LOG: the median of kp_values, or nan.
 kp_median() {
 	kp_values "$@" | sort -g |
 		awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
