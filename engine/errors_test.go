@@ -943,3 +943,49 @@ func TestNAKAfterLostReadResponse(t *testing.T) {
 		})
 	}
 }
+
+// 15. TrustLoopback: a host that trusts loopback takes a packet from a
+// loopback address whatever its ICRC, and still checks every other
+// packet; a host that does not checks all of them.
+func TestTrustLoopbackICRC(t *testing.T) {
+	wan := [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")}
+	for _, c := range []struct {
+		name     string
+		a, b     netip.Addr
+		trust    bool
+		accepted bool
+	}{
+		{"loopback trusted", addrA, addrB, true, true},
+		{"loopback checked", addrA, addrB, false, false},
+		{"other address with trust", wan[0], wan[1], true, false},
+		{"other address", wan[0], wan[1], false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPairOf(t, QPTypeRC, c.a, c.b, func(h *HostConfig) { h.TrustLoopback = c.trust }, nil)
+			fill(p.mema, 0x5A)
+			p.postA(SendWR{ID: 1, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 512),
+				RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey})
+			if len(p.la.q) != 1 {
+				t.Fatalf("%d packets queued", len(p.la.q))
+			}
+			d := &p.la.q[0]
+			d.Buf[len(d.Buf)-1] ^= 0x01 // the ICRC's last byte: the payload stays right
+			p.hb.Receive(p.now, p.la.q)
+			p.la.q = nil
+			st := p.hb.Stats()
+			if got, want := st.DropICRC.Load(), uint64(1); c.accepted {
+				if got != 0 || !bytes.Equal(p.memb[:512], p.mema[:512]) {
+					t.Fatalf("DropICRC %d, written %v: want the packet taken", got, bytes.Equal(p.memb[:512], p.mema[:512]))
+				}
+			} else if got != want || p.memb[0] != 0 {
+				t.Fatalf("DropICRC %d, memory %#x: want the packet dropped", got, p.memb[0])
+			}
+			// Either way the transfer completes (a dropped packet is resent).
+			p.run(time.Minute)
+			checkWCs(t, "A write", p.acq.take(), wc{1, StatusSuccess})
+			if !bytes.Equal(p.memb[:512], p.mema[:512]) {
+				t.Fatal("memory differs after the transfer")
+			}
+		})
+	}
+}

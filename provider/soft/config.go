@@ -41,6 +41,11 @@ const (
 	// talk to each other; it exists for hosts where the kernel's
 	// rdma_rxe owns 4791 on every address.
 	PortEnv = "RDMA_GO_PORT"
+	// ICRCEnv set to "verify" makes soft devices check the ICRC of every
+	// packet, also of those from loopback addresses, which they otherwise
+	// trust as the kernel trusts loopback for UDP checksums
+	// (softdev.Options.TrustLoopback).
+	ICRCEnv = "RDMA_GO_ICRC"
 	// ConfigFileEnv names a config file to read instead of the default
 	// $XDG_CONFIG_HOME/rdma-go/devices (or ~/.config/rdma-go/devices),
 	// then /etc/rdma-go/devices. Each line is "name addr"; # starts a
@@ -391,6 +396,13 @@ func (d *Device) acquire() (*softdev.Device, error) {
 		return nil, provider.Errorf(provider.ErrInvalidArgument, "%v", err)
 	}
 	opts := softdev.Options{ICRC: wire.ICRCIPv4AnyID, OnEvent: routeEvent, GUID: d.guid, OnPortDown: d.portDown}
+	switch v := os.Getenv(ICRCEnv); v {
+	case "", "auto":
+		opts.TrustLoopback = true
+	case "verify":
+	default:
+		return nil, provider.Errorf(provider.ErrInvalidArgument, "%s=%q: want verify or auto", ICRCEnv, v)
+	}
 	if p := os.Getenv(PortEnv); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {

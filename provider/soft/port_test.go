@@ -2,6 +2,7 @@ package soft
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,31 @@ func TestLoopbackGUIDs(t *testing.T) {
 	}
 	if guids[0] == guids[1] || addrs[0] == addrs[1] {
 		t.Errorf("two loopback devices: addresses %v, GUIDs %#x", addrs, guids)
+	}
+}
+
+// TestICRCEnv: RDMA_GO_ICRC takes verify or auto; anything else makes
+// Open fail with a message that names the variable.
+func TestICRCEnv(t *testing.T) {
+	t.Setenv("RDMA_GO_SERVICE", "off")
+	for i, c := range []struct {
+		val string
+		ok  bool
+	}{{"verify", true}, {"auto", true}, {"", true}, {"off", false}} {
+		t.Setenv(ICRCEnv, c.val)
+		dev, err := AddLoopbackDevice(fmt.Sprintf("icrcenv%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, err := dev.Open(func(provider.AsyncEvent) {})
+		if c.ok != (err == nil) {
+			t.Fatalf("%s=%q: Open error %v", ICRCEnv, c.val, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), ICRCEnv) {
+			t.Fatalf("error %q does not name %s", err, ICRCEnv)
+		}
+		if ctx != nil {
+			ctx.Close()
+		}
 	}
 }

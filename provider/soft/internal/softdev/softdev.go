@@ -33,6 +33,9 @@ type Options struct {
 	Port uint16
 	// ICRC selects how received IPv4 ICRCs are verified.
 	ICRC wire.ICRCMode
+	// TrustLoopback skips the ICRC check of packets from loopback
+	// addresses (engine.HostConfig.TrustLoopback).
+	TrustLoopback bool
 	// Logger receives debug logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// OnEvent receives the engine's asynchronous events; it must only
@@ -118,7 +121,7 @@ func Start(l link.Link, opts Options) *Device {
 	send = tapSender{send, l.LocalAddr()}
 	d.detach = capture.Attach(l.LocalAddr().Addr())
 	d.host = engine.NewHost(engine.HostConfig{
-		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, MaxBatch: l.MaxBatch(), Logger: debuglog.For("qp", opts.Logger),
+		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, TrustLoopback: opts.TrustLoopback, MaxBatch: l.MaxBatch(), Logger: debuglog.For("qp", opts.Logger),
 		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
 	})
 	d.startGSI()
