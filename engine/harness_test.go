@@ -36,7 +36,7 @@ func (l *queueLink) Send(b []link.Datagram) error {
 		if l.drop != nil && l.drop(d) {
 			continue
 		}
-		d.Buf = append([]byte(nil), d.Buf...)
+		d.Buf, d.Payload = d.AppendBytes(nil), nil
 		l.q = append(l.q, d)
 	}
 	return nil

@@ -535,7 +535,7 @@ func (h *Host) flush(t *txBatch) {
 			h.stats.Sent.Add(uint64(len(t.dg)))
 			n := 0
 			for i := range t.dg {
-				n += len(t.dg[i].Buf)
+				n += t.dg[i].Len()
 			}
 			h.stats.SentBytes.Add(uint64(n))
 		}

@@ -386,7 +386,8 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 	n := min(qp.mtu, w.length-off)
 	first, last := off == 0, off+n == w.length
 	op := opcodeFor(qp.cfg.Type, w.wr.Op, first, last)
-	b := tx.packet(qp, op, n)
+	ref := payloadRef(w.segs, off, n)
+	b := tx.dataPacket(qp, op, n, ref)
 	h := wire.BTHLen
 	if op.Has(wire.HasRETH) {
 		wire.RETH(b[h:]).Encode(w.wr.RemoteAddr, w.wr.RKey, uint32(w.length))
@@ -400,7 +401,9 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 		wire.IETH(b[h:]).SetRKey(w.wr.Imm)
 		h += wire.IETHLen
 	}
-	copyFrom(b[h:h+n], w.segs, off)
+	if ref == nil {
+		copyFrom(b[h:h+n], w.segs, off)
+	}
 	r.sinceAckReq++
 	ackReq := last || r.sinceAckReq > maxPktsPerAck || r.probing
 	if ackReq {
@@ -408,7 +411,7 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 	}
 	se := last && w.wr.Flags&SendSolicited != 0 && (w.wr.Op != WRWrite)
 	wire.BTH(b).Encode(op, se, wire.Pad(n), qp.attr.DestQPN, ackReq, r.psn)
-	tx.commit(qp, b)
+	tx.commitData(qp, b, h, ref)
 	r.psn = r.psn.Next()
 	if last {
 		r.next++

@@ -451,15 +451,18 @@ func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
 			}
 			src = b
 		}
-		b := tx.packet(qp, op, n)
+		ref := payloadRef([][]byte{src}, 0, n)
+		b := tx.dataPacket(qp, op, n, ref)
 		h := wire.BTHLen
 		if op.Has(wire.HasAETH) {
 			wire.AETH(b[h:]).Encode(wire.SyndromeACK, qp.rsp.msn)
 			h += wire.AETHLen
 		}
-		copy(b[h:], src)
 		wire.BTH(b).Encode(op, false, wire.Pad(n), qp.attr.DestQPN, false, psn)
-		tx.commit(qp, b)
+		if ref == nil {
+			copy(b[h:], src)
+		}
+		tx.commitData(qp, b, h, ref)
 		if last {
 			break
 		}

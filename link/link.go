@@ -28,6 +28,27 @@ type Datagram struct {
 	// each of the datagrams coalesced into Buf (the last may be shorter),
 	// all sent from Src to Dst. Send ignores it.
 	SegSize int
+	// Payload, on a datagram to send, is the middle of the datagram,
+	// sent from where it lies instead of being copied into Buf (a
+	// device sends a message from its memory region this way): the
+	// datagram is Buf[:PayloadAt], then Payload, then Buf[PayloadAt:].
+	// Receive never sets it.
+	Payload   []byte
+	PayloadAt int
+}
+
+// Len returns the datagram's length: Buf's, and Payload's if it has one.
+func (d *Datagram) Len() int { return len(d.Buf) + len(d.Payload) }
+
+// AppendBytes appends the datagram's bytes to dst (Buf, with Payload in its
+// place) and returns the extended slice.
+func (d *Datagram) AppendBytes(dst []byte) []byte {
+	if d.Payload == nil {
+		return append(dst, d.Buf...)
+	}
+	dst = append(dst, d.Buf[:d.PayloadAt]...)
+	dst = append(dst, d.Payload...)
+	return append(dst, d.Buf[d.PayloadAt:]...)
 }
 
 // ErrClosed is returned by a Link after Close.

@@ -365,11 +365,13 @@ func (u *UDP) sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 
 // sendState is the scratch space of one Send call on one socket. It comes
 // from sendPool, so concurrent Sends do not share it and steady-state sends
-// do not allocate. Datagram i of the chunk being sent is iovec i; a message
-// covers one datagram, or a GSO run of consecutive ones.
+// do not allocate. A datagram is one iovec, or three when it has a Payload
+// (head, payload, tail); a message covers one datagram, or a GSO run of
+// consecutive ones.
 type sendState struct {
 	hs    [maxBatch]unix.Mmsghdr
-	iov   [maxBatch]unix.Iovec
+	iov   [3 * maxBatch]unix.Iovec // up to three per datagram (Datagram.Payload)
+	niov  int                      // iovecs packed
 	names [maxBatch]unix.RawSockaddrInet6
 	ctl   [maxBatch][ctlWords]uint64 // UDP_SEGMENT control message of a GSO message
 	first [maxBatch]int              // the chunk index of each message's first datagram
@@ -420,14 +422,14 @@ func (s *sendState) run(fd uintptr) bool {
 // after it for the same destination with the same length, and one shorter
 // one that ends the run, within the kernel's limits.
 func gsoRun(ds []Datagram, i int) int {
-	size := len(ds[i].Buf)
+	size := ds[i].Len()
 	j := i + 1
 	if size == 0 {
 		return j
 	}
 	total := size
 	for j < len(ds) && j-i < maxGSOSegs {
-		n := len(ds[j].Buf)
+		n := ds[j].Len()
 		if n == 0 || n > size || total+n > maxGSOBytes || ds[j].Dst != ds[i].Dst {
 			break
 		}
@@ -448,7 +450,7 @@ func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 		chunk := ds[:min(len(ds), maxBatch)]
 		ds = ds[len(chunk):]
 		gso := u.gso.Load()
-		s.m = 0
+		s.m, s.niov = 0, 0
 		for i := 0; i < len(chunk); {
 			if !dstOK(chunk[i].Dst, u.is4) {
 				i++
@@ -464,7 +466,7 @@ func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 			i = j
 		}
 		err := u.flush(k, s)
-		for i := range chunk {
+		for i := range s.iov[:s.niov] {
 			s.iov[i].Base = nil // do not keep the caller's buffers alive
 		}
 		done := len(chunk) // datagrams dealt with
@@ -507,10 +509,13 @@ func (u *UDP) retag(run []Datagram, undo bool) {
 		return
 	}
 	for x := 1; x < len(run); x++ {
+		from, to := uint16(0), uint16(x)
 		if undo {
-			wire.RetagICRC(run[x].Buf, uint16(x), 0)
-		} else {
-			wire.RetagICRC(run[x].Buf, 0, uint16(x))
+			from, to = to, from
+		}
+		d := &run[x]
+		if n := len(d.Buf); n >= wire.ICRCLen {
+			wire.RetagTrailer(d.Buf[n-wire.ICRCLen:], d.Len()-wire.ICRCLen, from, to)
 		}
 	}
 }
@@ -518,14 +523,15 @@ func (u *UDP) retag(run []Datagram, undo bool) {
 // pack fills message m of s from chunk[i:j], sent as one GSO message if it
 // holds more than one datagram.
 func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
+	first := s.niov
 	for x := i; x < j; x++ {
-		b := chunk[x].Buf
-		if len(b) > 0 {
-			s.iov[x].Base = &b[0]
+		if d := &chunk[x]; d.Payload != nil {
+			s.addIov(d.Buf[:d.PayloadAt])
+			s.addIov(d.Payload)
+			s.addIov(d.Buf[d.PayloadAt:])
 		} else {
-			s.iov[x].Base = nil
+			s.addIov(d.Buf)
 		}
-		s.iov[x].SetLen(len(b))
 	}
 	d := &chunk[i]
 	sa := &s.names[m]
@@ -552,18 +558,33 @@ func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
 	h.Hdr = unix.Msghdr{
 		Name:    (*byte)(unsafe.Pointer(sa)),
 		Namelen: namelen,
-		Iov:     &s.iov[i],
+		Iov:     &s.iov[first],
 	}
-	h.Hdr.SetIovlen(j - i)
+	h.Hdr.SetIovlen(s.niov - first)
+	if s.niov == first {
+		h.Hdr.Iov = nil // an empty datagram
+	}
 	if j-i > 1 {
 		c := (*unix.Cmsghdr)(unsafe.Pointer(&s.ctl[m][0]))
 		c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
 		c.SetLen(unix.CmsgLen(2))
-		*(*uint16)(unsafe.Pointer(&s.ctl[m][unix.SizeofCmsghdr/8])) = uint16(len(d.Buf))
+		*(*uint16)(unsafe.Pointer(&s.ctl[m][unix.SizeofCmsghdr/8])) = uint16(d.Len())
 		h.Hdr.Control = (*byte)(unsafe.Pointer(c))
 		h.Hdr.SetControllen(unix.CmsgSpace(2))
 		u.retag(chunk[i:j], false)
 	}
+}
+
+// addIov appends b to the iovecs of the messages being packed; an empty
+// part takes none (the kernel takes empty ones, but they are not needed).
+func (s *sendState) addIov(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	v := &s.iov[s.niov]
+	v.Base = &b[0]
+	v.SetLen(len(b))
+	s.niov++
 }
 
 // sysState is how Receive waits for the main socket. Every socket of a

@@ -729,6 +729,12 @@ func TestGSORun(t *testing.T) {
 			t.Errorf("gsoRun(%d datagrams, %d) = %d, want %d", len(c.ds), c.i, got, c.want)
 		}
 	}
+	// A datagram's length counts its Payload.
+	parts := mk(d1, 20, 100, 100)
+	parts[0].Payload, parts[0].PayloadAt = make([]byte, 80), 12
+	if got := gsoRun(parts, 0); got != 3 {
+		t.Errorf("gsoRun of a 20+80-byte datagram and two of 100 = %d, want 3", got)
+	}
 	var many []int
 	for range 100 {
 		many = append(many, 40)
@@ -741,11 +747,13 @@ func TestGSORun(t *testing.T) {
 // TestUDPGSO sends runs of equal-size RoCEv2 packets with GSO and checks
 // that a GRO receiver gets them coalesced (SegSize) and a plain receiver
 // one by one, intact, with IPv4 ICRCs retagged for IDs 0, 1, 2, ... within
-// each run.
+// each run; also with the packets' payloads in parts of their own
+// (Datagram.Payload), as a device sends them from its memory.
 func TestUDPGSO(t *testing.T) {
 	for _, fam := range []struct{ a, b string }{{"127.0.0.1", "127.0.0.2"}, {"::1", "::1"}} {
-		for _, gro := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/gro=%v", fam.a, gro), func(t *testing.T) {
+		for _, c := range []struct{ gro, parts bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+			gro := c.gro
+			t.Run(fmt.Sprintf("%s/gro=%v/parts=%v", fam.a, gro, c.parts), func(t *testing.T) {
 				a := listenTest(t, fam.a, UDPOptions{GSO: GSOOn})
 				b := listenTest(t, fam.b, UDPOptions{GSO: GSOOff, GRO: gro})
 				if !a.gso.Load() {
@@ -754,6 +762,15 @@ func TestUDPGSO(t *testing.T) {
 				sizes := []int{1024, 1024, 1024, 100, 1024, 1024, 8, 8, 8, 8}
 				runs := [][2]int{{0, 4}, {4, 7}, {7, 10}} // [first, end) of each GSO run: a shorter datagram ends one
 				out := roceBatch(a, b, sizes)
+				if c.parts {
+					for i := range out {
+						// Head BTH, payload elsewhere, then pad and ICRC.
+						d, n := &out[i], sizes[i]
+						d.Payload = append([]byte(nil), d.Buf[wire.BTHLen:wire.BTHLen+n]...)
+						d.Buf = append(d.Buf[:wire.BTHLen:wire.BTHLen], d.Buf[wire.BTHLen+n:]...)
+						d.PayloadAt = wire.BTHLen
+					}
+				}
 				if err := a.Send(out); err != nil {
 					t.Fatal(err)
 				}

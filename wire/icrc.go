@@ -164,19 +164,25 @@ func pseudoHeader(buf *[v6PHLen]byte, src, dst netip.Addr, id, sport, dport, udp
 
 // icrc computes the ICRC of the covered bytes pkt (BTH..pad).
 func icrc(src, dst netip.Addr, id, sport, dport uint16, pkt []byte) uint32 {
-	var buf [v6PHLen]byte
-	udpLen := uint16(UDPHeaderLen + len(pkt) + ICRCLen)
-	n := pseudoHeader(&buf, src, dst, id, sport, dport, udpLen, pkt)
-	var s uint32
-	if buf[lrhLen] == 0x45 {
-		s = crcRaw(v4PrefixState, buf[v4Prefix:n])
-	} else {
-		s = crcRaw(v6PrefixState, buf[v6Prefix:n])
-	}
+	c := icrcStart(src, dst, id, sport, dport, pkt, len(pkt))
 	if len(pkt) <= BTHLen {
-		return ^s
+		return c
 	}
-	return crc32.Update(^s, crc32.IEEETable, pkt[BTHLen:])
+	return crc32.Update(c, crc32.IEEETable, pkt[BTHLen:])
+}
+
+// icrcStart returns the CRC (as crc32.Update takes and returns it) of a
+// packet's pseudo header and masked BTH, the first bytes of head; n is the
+// length the ICRC covers (BTH through pad). The rest of the packet's bytes
+// follow with crc32.Update.
+func icrcStart(src, dst netip.Addr, id, sport, dport uint16, head []byte, n int) uint32 {
+	var buf [v6PHLen]byte
+	udpLen := uint16(UDPHeaderLen + n + ICRCLen)
+	k := pseudoHeader(&buf, src, dst, id, sport, dport, udpLen, head)
+	if buf[lrhLen] == 0x45 {
+		return ^crcRaw(v4PrefixState, buf[v4Prefix:k])
+	}
+	return ^crcRaw(v6PrefixState, buf[v6Prefix:k])
 }
 
 // ICRC returns the RoCEv2 invariant CRC of pkt, the UDP payload without its
@@ -208,6 +214,19 @@ func PutICRC(src, dst netip.Addr, sport, dport uint16, pkt []byte) {
 	binary.LittleEndian.PutUint32(pkt[end:], icrc(src, dst, 0, sport, dport, pkt[:end]))
 }
 
+// PutICRCParts is PutICRC for a packet sent in parts (link.Datagram's
+// Payload): its bytes are pkt[:at] (BTH and extended headers, at least the
+// BTH), then payload, then pkt[at:] (pad, then the 4-byte trailer, which it
+// fills). It does not allocate.
+func PutICRCParts(src, dst netip.Addr, sport, dport uint16, pkt []byte, at int, payload []byte) {
+	end := len(pkt) - ICRCLen
+	c := icrcStart(src, dst, 0, sport, dport, pkt[:at], end+len(payload))
+	c = crc32.Update(c, crc32.IEEETable, pkt[BTHLen:at])
+	c = crc32.Update(c, crc32.IEEETable, payload)
+	c = crc32.Update(c, crc32.IEEETable, pkt[at:end])
+	binary.LittleEndian.PutUint32(pkt[end:], c)
+}
+
 // RetagICRC rewrites the ICRC trailer of pkt, a whole RoCEv2 UDP payload
 // (trailer included) whose ICRC is correct for IPv4 Identification from, into
 // the one that is correct for ID to, without recomputing the CRC: the ID's
@@ -218,11 +237,21 @@ func PutICRC(src, dst netip.Addr, sport, dport uint16, pkt []byte) {
 // It does not allocate, except once per new packet length (a 64-byte table
 // shared by all goroutines).
 func RetagICRC(pkt []byte, from, to uint16) {
-	if len(pkt) < ICRCLen || from == to {
+	if len(pkt) < ICRCLen {
 		return
 	}
 	n := len(pkt) - ICRCLen
-	binary.LittleEndian.PutUint32(pkt[n:], trailer(pkt)^idDelta(from^to, n))
+	RetagTrailer(pkt[n:], n, from, to)
+}
+
+// RetagTrailer is RetagICRC for a packet whose bytes are not in one slice
+// (sent in parts, see PutICRCParts): icrc is its 4-byte trailer and n the
+// length the ICRC covers (BTH through pad).
+func RetagTrailer(icrc []byte, n int, from, to uint16) {
+	if len(icrc) < ICRCLen || from == to {
+		return
+	}
+	binary.LittleEndian.PutUint32(icrc, binary.LittleEndian.Uint32(icrc)^idDelta(from^to, n))
 }
 
 // idBasis holds L_N(1<<i) for the 16 ID bits, for one covered length.

@@ -436,3 +436,45 @@ func TestRetagICRC(t *testing.T) {
 		t.Fatalf("RetagICRC allocates %v times", a)
 	}
 }
+
+// TestPutICRCParts: a packet sealed in parts (headers, payload elsewhere,
+// pad) gets the trailer PutICRC gives the joined packet, for IPv4 and
+// IPv6, any split and any payload length; RetagTrailer on that trailer
+// matches RetagICRC on the joined packet.
+func TestPutICRCParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	pairs := [][2]netip.Addr{
+		{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")},
+		{netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")},
+	}
+	for i := range 300 {
+		p := pairs[i%2]
+		n := rng.IntN(4097)
+		hdr := BTHLen + []int{0, RETHLen, AETHLen}[rng.IntN(3)]
+		whole := make([]byte, hdr+n+Pad(n)+ICRCLen)
+		for j := range whole[:hdr+n] {
+			whole[j] = byte(rng.Uint32())
+		}
+		sport := uint16(rng.Uint32())
+		PutICRC(p[0], p[1], sport, 4791, whole)
+
+		head := make([]byte, hdr+Pad(n)+ICRCLen)
+		copy(head, whole[:hdr])
+		payload := whole[hdr : hdr+n]
+		PutICRCParts(p[0], p[1], sport, 4791, head, hdr, payload)
+		if got, want := head[len(head)-ICRCLen:], whole[len(whole)-ICRCLen:]; !bytes.Equal(got, want) {
+			t.Fatalf("case %d (%s, %d+%d bytes): trailer %x, want %x", i, p[0], hdr, n, got, want)
+		}
+		if p[0].Is4() {
+			id := uint16(rng.Uint32())
+			RetagICRC(whole, 0, id)
+			RetagTrailer(head[len(head)-ICRCLen:], len(whole)-ICRCLen, 0, id)
+			if got, want := head[len(head)-ICRCLen:], whole[len(whole)-ICRCLen:]; !bytes.Equal(got, want) {
+				t.Fatalf("case %d: retagged trailer %x, want %x", i, got, want)
+			}
+			if !VerifyICRC(p[0], p[1], sport, 4791, whole, ICRCIPv4AnyID) {
+				t.Fatalf("case %d: retagged packet does not verify", i)
+			}
+		}
+	}
+}

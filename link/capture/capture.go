@@ -157,7 +157,11 @@ func Sent(local netip.AddrPort, batch []link.Datagram) {
 		if sport == 0 {
 			sport = local.Port()
 		}
-		w.record(now, netip.AddrPortFrom(local.Addr(), sport), d.Dst, d.Buf)
+		b := d.Buf
+		if d.Payload != nil {
+			b = d.AppendBytes(nil)
+		}
+		w.record(now, netip.AddrPortFrom(local.Addr(), sport), d.Dst, b)
 	}
 }
 

@@ -181,7 +181,11 @@ func (n *Network) chance(p float64) bool {
 // emit schedules one copy of d, corrupting and delaying it as the faults say.
 func (n *Network) emit(now time.Time, d link.Datagram) {
 	f := &n.faults
-	d.Buf = n.clone(d.Buf)
+	if d.Payload != nil {
+		d.Buf, d.Payload = d.AppendBytes(nil), nil
+	} else {
+		d.Buf = n.clone(d.Buf)
+	}
 	if len(d.Buf) > 0 && n.chance(f.Corrupt) {
 		n.stats.Corrupted++
 		i := n.rng.IntN(len(d.Buf))
