@@ -9,8 +9,9 @@ import (
 
 // zeroCopyMin is the smallest payload that a data packet sends from the
 // memory it lies in (link.Datagram.Payload) rather than copied into the
-// packet buffer: below it, the two extra iovecs the kernel walks cost
-// about what the copy saves.
+// packet buffer. Copying a few hundred bytes costs about what the kernel
+// spends on two more iovecs, so small packets keep their single buffer
+// (and GSO runs of them their one iovec per datagram).
 const zeroCopyMin = 512
 
 // payloadRef returns the n bytes at offset off of the scatter list segs
