@@ -40,6 +40,15 @@ type Datagram struct {
 // Len returns the datagram's length: Buf's, and Payload's if it has one.
 func (d *Datagram) Len() int { return len(d.Buf) + len(d.Payload) }
 
+// Bytes returns the datagram's bytes in one slice: Buf itself, or a new
+// slice that joins Buf and Payload.
+func (d *Datagram) Bytes() []byte {
+	if d.Payload == nil {
+		return d.Buf
+	}
+	return d.AppendBytes(make([]byte, 0, d.Len()))
+}
+
 // AppendBytes appends the datagram's bytes to dst (Buf, with Payload in its
 // place) and returns the extended slice.
 func (d *Datagram) AppendBytes(dst []byte) []byte {

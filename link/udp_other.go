@@ -90,11 +90,7 @@ func (u *UDP) sendOn(k *udpSock, ds []Datagram) error {
 		if u.is4 {
 			dst = netipUnmap(dst)
 		}
-		b := d.Buf
-		if d.Payload != nil {
-			b = d.AppendBytes(nil)
-		}
-		if _, err := k.conn.WriteToUDPAddrPort(b, dst); err != nil {
+		if _, err := k.conn.WriteToUDPAddrPort(d.Bytes(), dst); err != nil {
 			var e syscall.Errno
 			if errors.As(err, &e) {
 				if drop, _ := dropErrno(e); drop {

@@ -157,11 +157,7 @@ func Sent(local netip.AddrPort, batch []link.Datagram) {
 		if sport == 0 {
 			sport = local.Port()
 		}
-		b := d.Buf
-		if d.Payload != nil {
-			b = d.AppendBytes(nil)
-		}
-		w.record(now, netip.AddrPortFrom(local.Addr(), sport), d.Dst, b)
+		w.record(now, netip.AddrPortFrom(local.Addr(), sport), d.Dst, d.Bytes())
 	}
 }
 
