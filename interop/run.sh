@@ -932,7 +932,9 @@ kp_section() {
 	EOF
 	# kpcm.sh ID MODE PORT PS STOOL CTOOL PINGS SARGS -- CARGS: an rdma_cm
 	# server and client in the guest on rxe0; the server listens once the
-	# kernel lists its cm_id.
+	# kernel lists its cm_id. Exit 3: the guest's rxe retried, for good, a
+	# send its peer had received (rxe_retried below); the host runs such a
+	# case once more.
 	cat >"$KP_SHARE/kpcm.sh" <<-'EOF'
 		id=$1 m=$2 p=$3 ps=$4 st=$5 ct=$6 pings=$7; shift 7
 		sa=() ca=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do sa+=("$1"); shift; done; shift; ca=("$@")
@@ -940,15 +942,43 @@ kp_section() {
 		if [ $m = rdmagoserver ]; then srv=$d/$st cli=$ct; else srv=$st cli=$d/$ct; fi
 		timeout -k 5 90 $srv "${sa[@]}" >$L.srv 2>&1 </dev/null & sp=$!
 		for i in $(seq 600); do rdma res show cm_id 2>/dev/null | grep -q "state LISTEN ps $ps .*src-addr [^ ]*:$p " && break; kill -0 $sp 2>/dev/null || break; sleep 0.1; done
+		snap() { rdma res show qp link rxe0/1 >$L.qp$1; cat /sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err >>$L.qp$1; }
+		( for i in $(seq 130); do kill -0 $sp 2>/dev/null || exit 0; sleep 0.5; done; snap 1; sleep 5; snap 2 ) & wp=$!
 		timeout -k 5 90 $cli "${ca[@]}" >$L.cli 2>&1 </dev/null; crc=$?
 		[ $crc = 0 ] || { sleep 3; kill $sp 2>/dev/null; }
 		wait $sp; src=$?
+		kill $wp 2>/dev/null; wait $wp 2>/dev/null
 		n=$(grep -c "ping data" $L.cli)
 		if [ $m = rdmagoserver ]; then o=$L.srv r=$L.cli orc=$src rrc=$crc; else o=$L.cli r=$L.srv orc=$crc rrc=$src; fi
 		echo "rdma-go: rc=$orc; rxe: rc=$rrc${pings:+; client: $n pings}"
 		ok=1; [ $src = 0 ] && [ $crc = 0 ] && { [ $pings = 0 ] || [ "$n" = $pings ]; } && ok=0
 		if [ $ok != 0 ]; then echo "---- rdma-go"; tail -n 15 $o | cut -c1-200; echo "---- rxe"; tail -n 15 $r | cut -c1-200; fi
-		rm -f $L.srv $L.cli; exit $ok
+		if [ $ok != 0 ] && [ -s $L.qp1 ] && [ -s $L.qp2 ] && bash $d/rxe_retried.sh $L.qp1 $L.qp2; then
+			echo "rxe retried a received send: $(grep ' RC ' $L.qp2 | tr -s ' ' | tr '\n' ';') retries $(tail -n1 $L.qp1) -> $(tail -n1 $L.qp2)"; ok=3
+		fi
+		rm -f $L.srv $L.cli $L.qp1 $L.qp2; exit $ok
+	EOF
+	# rxe_retried.sh SNAP1 SNAP2: snapshots of rxe0's QPs (rdma res show
+	# qp), each followed by rxe's completer_retry_err count, 5 s apart late
+	# in a case. True when rxe retransmitted in between while an RC QP in
+	# RTS sat still at a send PSN its peer had already received (the peer's
+	# rq-psn has reached it) or whose peer is gone. Kernel rxe (Linux 6.1
+	# under TCG) loses the ACK of a one-packet SEND now and then; its retry
+	# count 7 means "forever" there, and by the first retransmission the
+	# peer has moved its QP to ERR (rdma_disconnect) or destroyed it, so no
+	# ACK ever comes and the tool waits in rdma_get_send_comp for the
+	# bound. Both ends are rxe QPs here: the transport is wholly the
+	# kernel's. Measured before this check: 3 such hangs in 82 rdma_server
+	# runs with our rdma_client while the host ran two CPU burners.
+	cat >"$KP_SHARE/rxe_retried.sh" <<-'EOF'
+		awk 'function f(k,  i) { for (i = 1; i < NF; i++) if ($i == k) return $(i + 1); return "" }
+			FNR == 1 { file++ }
+			$1 ~ /^[0-9]+$/ { retries[file] = $1; next }
+			file == 1 { if (f("type") == "RC") sq1[f("lqpn")] = f("sq-psn"); next }
+			f("type") == "RC" { st[f("lqpn")] = f("state"); sq[f("lqpn")] = f("sq-psn"); rq[f("lqpn")] = f("rq-psn"); peer[f("lqpn")] = f("rqpn") }
+			END { if (retries[2] <= retries[1]) exit 1
+				for (q in sq) if (st[q] == "RTS" && sq1[q] == sq[q] && (!(peer[q] in rq) || rq[peer[q]] == sq[q])) hit = 1
+				exit !hit }' "$1" "$2"
 	EOF
 	# kpperf.sh TOOL ROUNDS ARGS...: our TOOL pair and perftest's pair on
 	# rxe0, one after the other, ROUNDS times (order alternating); prints
@@ -1176,7 +1206,7 @@ kp_section() {
 	# server, client, port space, port (- for a fresh one, P in the
 	# arguments; udaddy's -p is a port space, its port 7174), the client's
 	# "ping data" lines wanted (0: not counted), server|client arguments.
-	local g=198.51.100.2 p fixed st ct ps pings sargs cargs
+	local again g=198.51.100.2 p fixed st ct ps pings sargs cargs
 	while read -r st ct ps fixed pings sargs; do
 		cargs=${sargs#*|} sargs=${sargs%|*}
 		for m in rdmagoserver rxeserver; do
@@ -1185,10 +1215,23 @@ kp_section() {
 			CASE_NO=$((CASE_NO + 1))
 			p=$((PORT + CASE_NO))
 			[ "$fixed" = - ] || p=$fixed
-			rc=0
-			timeout 250 "${VMRUN[@]}" -t 220 "bash $KP/kpcm.sh $id $m $p $ps $st $ct $pings ${sargs//P/$p} -- ${cargs//P/$p}" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+			again=
+			for _ in 1 2; do
+				rc=0
+				timeout 250 "${VMRUN[@]}" -t 220 "bash $KP/kpcm.sh $id $m $p $ps $st $ct $pings ${sargs//P/$p} -- ${cargs//P/$p}" >"$LOGDIR/$id.log" 2>&1 7>&- || rc=$?
+				# 3: the guest's rxe retried a received send for good
+				# (rxe_retried.sh): once more, on a fresh port.
+				if [ -z "$again" ] && [ $rc = 3 ]; then
+					again="; second run, after: $(tail -n1 "$LOGDIR/$id.log")"
+					say "$id: $(tail -n1 "$LOGDIR/$id.log"): running it once more"
+					CASE_NO=$((CASE_NO + 1))
+					[ "$fixed" = - ] && p=$((PORT + CASE_NO))
+					continue
+				fi
+				break
+			done
 			if [ $m = rdmagoserver ]; then label="kernel: rdma-go srv"; else label="kernel: rxe srv"; fi
-			if [ $rc = 0 ]; then record "$st" "$label" - PASS "$(head -n1 "$LOGDIR/$id.log")"
+			if [ $rc = 0 ]; then record "$st" "$label" - PASS "$(head -n1 "$LOGDIR/$id.log")${again}"
 			else record "$st" "$label" - FAIL "rc=$rc $(head -n1 "$LOGDIR/$id.log")"; show_logs "$id" "$LOGDIR/$id.log"; fi
 		done
 	done <<-EOF
