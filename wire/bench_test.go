@@ -45,10 +45,16 @@ func BenchmarkICRC(b *testing.B) {
 		name string
 		v6   bool
 	}{{"v4", false}, {"v6", true}} {
-		for _, n := range []int{64, 1024, 4096} {
+		for _, n := range []int{8, 64, 1024, 4096} {
 			b.Run(fmt.Sprintf("%s/%dB", fam.name, n), func(b *testing.B) {
-				pkt := make([]byte, PacketLen(RCSendMiddle, n))
-				BTH(pkt).Encode(RCSendMiddle, false, 0, 0x12, false, 1)
+				// 8 B: an RDMA WRITE ONLY (with its RETH), the
+				// message-rate packet; the others SEND MIDDLE.
+				op := RCSendMiddle
+				if n == 8 {
+					op = RCWriteOnly
+				}
+				pkt := make([]byte, PacketLen(op, n))
+				BTH(pkt).Encode(op, false, 0, 0x12, false, 1)
 				body := pkt[:len(pkt)-ICRCLen]
 				s, d := addr4a, addr4b
 				if fam.v6 {
