@@ -478,6 +478,7 @@ type txBatch struct {
 	h     *Host
 	dg    []link.Datagram
 	store [][]byte
+	seal  wire.ICRCSealer // the pseudo header's CRC, kept while a QP's packets stay one size
 }
 
 func newTxBatch(h *Host, n int) *txBatch {
@@ -507,7 +508,7 @@ func (t *txBatch) packet(qp *QP, op wire.Opcode, n int) []byte {
 func (t *txBatch) commit(qp *QP, b []byte) {
 	h := t.h
 	dst := netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)
-	wire.PutICRC(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port, b)
+	t.seal.Put(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port, b)
 	qp.stats.Sent.Add(1)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
 }
@@ -516,7 +517,7 @@ func (t *txBatch) commit(qp *QP, b []byte) {
 func (t *txBatch) commitTo(qp *QP, b []byte, dst netip.Addr) {
 	h := t.h
 	dst = dst.Unmap()
-	wire.PutICRC(h.cfg.Addr, dst, qp.sport, h.cfg.Port, b)
+	t.seal.Put(h.cfg.Addr, dst, qp.sport, h.cfg.Port, b)
 	qp.stats.Sent.Add(1)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport),
 		Dst: netip.AddrPortFrom(dst, h.cfg.Port)})

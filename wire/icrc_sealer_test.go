@@ -1,0 +1,81 @@
+package wire
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+)
+
+// TestICRCSealer runs one ICRCSealer over packets of a few flows and sizes
+// in random order, so that its saved state is both reused and replaced, and
+// checks every trailer, whole and in parts, against PutICRC's.
+func TestICRCSealer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	type flow struct {
+		src, dst     netip.Addr
+		sport, dport uint16
+	}
+	flows := []flow{
+		{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2"), 0xc000, 4791},
+		{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2"), 0xc001, 4791},
+		{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.3"), 0xc000, 4791},
+		{netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.1"), 0xc000, 4792},
+		{netip.MustParseAddr("::ffff:198.51.100.1"), netip.MustParseAddr("::ffff:198.51.100.2"), 0xc000, 4791},
+		{netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2"), 0xc000, 4791},
+		{netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::3"), 0xc000, 4791},
+	}
+	sizes := []int{0, 1, 8, 36, 51, 52, 64, 4096}
+	var whole, parts ICRCSealer
+	for i := range 3000 {
+		f := flows[rng.IntN(len(flows))]
+		if i%2 == 0 { // runs of one flow, as a QP's stream
+			f = flows[0]
+		}
+		n := sizes[rng.IntN(len(sizes))]
+		if rng.IntN(8) == 0 {
+			n = rng.IntN(4097)
+		}
+		hdr := BTHLen + []int{0, RETHLen, AETHLen, RETHLen + ImmDtLen}[rng.IntN(4)]
+		want := make([]byte, hdr+n+Pad(n)+ICRCLen)
+		for j := range want[:hdr+n] {
+			want[j] = byte(rng.Uint32())
+		}
+		PutICRC(f.src, f.dst, f.sport, f.dport, want)
+
+		got := bytes.Clone(want)
+		clear(got[len(got)-ICRCLen:])
+		whole.Put(f.src, f.dst, f.sport, f.dport, got)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("packet %d (%v, %d+%d bytes): trailer %x, want %x", i, f, hdr, n, got[len(got)-ICRCLen:], want[len(want)-ICRCLen:])
+		}
+
+		head := make([]byte, hdr+Pad(n)+ICRCLen)
+		copy(head, want[:hdr])
+		parts.PutParts(f.src, f.dst, f.sport, f.dport, head, hdr, want[hdr:hdr+n])
+		if g, w := head[len(head)-ICRCLen:], want[len(want)-ICRCLen:]; !bytes.Equal(g, w) {
+			t.Fatalf("packet %d (%v, %d+%d bytes) in parts: trailer %x, want %x", i, f, hdr, n, g, w)
+		}
+	}
+}
+
+// TestICRCSealerMasksBTH checks that the sealer, like PutICRC, ignores the
+// BTH's variant bits (FECN, BECN, Resv6a) and not its others.
+func TestICRCSealerMasksBTH(t *testing.T) {
+	src, dst := netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")
+	pkt := make([]byte, PacketLen(RCWriteOnly, 8))
+	BTH(pkt).Encode(RCWriteOnly, false, 0, 0x12, true, 7)
+	var s ICRCSealer
+	s.Put(src, dst, 0xc000, 4791, pkt)
+	base := bytes.Clone(pkt[len(pkt)-ICRCLen:])
+	pkt[4] ^= 0xc0 // FECN, BECN
+	s.Put(src, dst, 0xc000, 4791, pkt)
+	if !bytes.Equal(pkt[len(pkt)-ICRCLen:], base) {
+		t.Fatalf("FECN/BECN changed the ICRC")
+	}
+	pkt[11] ^= 1 // the PSN
+	s.Put(src, dst, 0xc000, 4791, pkt)
+	if bytes.Equal(pkt[len(pkt)-ICRCLen:], base) {
+		t.Fatalf("a different PSN left the ICRC the same")
+	}
+}
