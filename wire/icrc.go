@@ -217,14 +217,11 @@ func PutICRC(src, dst netip.Addr, sport, dport uint16, pkt []byte) {
 // PutICRCParts is PutICRC for a packet sent in parts (link.Datagram's
 // Payload): its bytes are pkt[:at] (BTH and extended headers, at least the
 // BTH), then payload, then pkt[at:] (pad, then the 4-byte trailer, which it
-// fills). It does not allocate.
+// fills). It does not allocate. A stream of packets is sealed more cheaply
+// by one ICRCSealer.
 func PutICRCParts(src, dst netip.Addr, sport, dport uint16, pkt []byte, at int, payload []byte) {
-	end := len(pkt) - ICRCLen
-	c := icrcStart(src, dst, 0, sport, dport, pkt[:at], end+len(payload))
-	c = crc32.Update(c, crc32.IEEETable, pkt[BTHLen:at])
-	c = crc32.Update(c, crc32.IEEETable, payload)
-	c = crc32.Update(c, crc32.IEEETable, pkt[at:end])
-	binary.LittleEndian.PutUint32(pkt[end:], c)
+	var s ICRCSealer
+	s.PutParts(src, dst, sport, dport, pkt, at, payload)
 }
 
 // RetagICRC rewrites the ICRC trailer of pkt, a whole RoCEv2 UDP payload

@@ -21,7 +21,6 @@ type ICRCSealer struct {
 	src, dst     netip.Addr
 	sport, dport uint16
 	udpLen       uint16
-	v4           bool
 	valid        bool
 	state        uint32 // raw CRC state after the UDP header
 }
@@ -74,8 +73,7 @@ func (s *ICRCSealer) refresh(src, dst netip.Addr, sport, dport, udpLen uint16) {
 	var buf [v6PHLen]byte
 	k := pseudoHeader(&buf, src, dst, 0, sport, dport, udpLen, nil)
 	s.src, s.dst, s.sport, s.dport, s.udpLen = src, dst, sport, dport, udpLen
-	s.v4 = buf[lrhLen] == 0x45
-	if s.v4 {
+	if buf[lrhLen] == 0x45 {
 		s.state = crcRaw(v4PrefixState, buf[v4Prefix:k])
 	} else {
 		s.state = crcRaw(v6PrefixState, buf[v6Prefix:k])
