@@ -27,13 +27,14 @@ import (
 //     below TCP's stream, no RoCEv2 device over UDP can match TCP on this
 //     kernel.
 //   - required: what every device must do on top: each packet's ICRC is
-//     computed as it is sent (the wire format needs it; a kernel rxe peer
-//     checks it; with wire.ICRCSealer, as the soft device does), the payload goes to the kernel from a 1 MiB "memory
-//     region" without a copy (a header and trailer buffer around it, as the
-//     soft device sends), and the reader copies each payload out of the
-//     socket's buffer into a 64 KiB destination (the kernel cannot place a
-//     datagram's payload by its RETH). Where this is below TCP's stream, a
-//     target of 1.0× TCP is beyond what RoCEv2 over UDP loopback allows.
+//     computed as it is sent (the wire format needs it, a kernel rxe peer
+//     checks it; with wire.ICRCSealer, as the soft device does), the payload
+//     goes to the kernel from a 1 MiB "memory region" without a copy (a
+//     header and trailer buffer around it, as the soft device sends), and
+//     the reader copies each payload out of the socket's buffer into a
+//     64 KiB destination (the kernel cannot place a datagram's payload by
+//     its RETH). Where this is below TCP's stream, a target of 1.0× TCP is
+//     beyond what RoCEv2 over UDP loopback allows.
 func BenchmarkUDPFloor64KiB(b *testing.B) {
 	const (
 		payload = 64 << 10
