@@ -164,25 +164,23 @@ func pseudoHeader(buf *[v6PHLen]byte, src, dst netip.Addr, id, sport, dport, udp
 
 // icrc computes the ICRC of the covered bytes pkt (BTH..pad).
 func icrc(src, dst netip.Addr, id, sport, dport uint16, pkt []byte) uint32 {
-	c := icrcStart(src, dst, id, sport, dport, pkt, len(pkt))
+	var buf [v6PHLen]byte
+	k := pseudoHeader(&buf, src, dst, id, sport, dport, uint16(UDPHeaderLen+len(pkt)+ICRCLen), pkt)
+	c := ^prefixState(&buf, k)
 	if len(pkt) <= BTHLen {
 		return c
 	}
 	return crc32.Update(c, crc32.IEEETable, pkt[BTHLen:])
 }
 
-// icrcStart returns the CRC (as crc32.Update takes and returns it) of a
-// packet's pseudo header and masked BTH, the first bytes of head; n is the
-// length the ICRC covers (BTH through pad). The rest of the packet's bytes
-// follow with crc32.Update.
-func icrcStart(src, dst netip.Addr, id, sport, dport uint16, head []byte, n int) uint32 {
-	var buf [v6PHLen]byte
-	udpLen := uint16(UDPHeaderLen + n + ICRCLen)
-	k := pseudoHeader(&buf, src, dst, id, sport, dport, udpLen, head)
+// prefixState returns the raw CRC state after buf[:k], a pseudo header that
+// pseudoHeader wrote, starting from the precomputed state of its constant
+// beginning.
+func prefixState(buf *[v6PHLen]byte, k int) uint32 {
 	if buf[lrhLen] == 0x45 {
-		return ^crcRaw(v4PrefixState, buf[v4Prefix:k])
+		return crcRaw(v4PrefixState, buf[v4Prefix:k])
 	}
-	return ^crcRaw(v6PrefixState, buf[v6Prefix:k])
+	return crcRaw(v6PrefixState, buf[v6Prefix:k])
 }
 
 // ICRC returns the RoCEv2 invariant CRC of pkt, the UDP payload without its

@@ -73,12 +73,7 @@ func (s *ICRCSealer) refresh(src, dst netip.Addr, sport, dport, udpLen uint16) {
 	var buf [v6PHLen]byte
 	k := pseudoHeader(&buf, src, dst, 0, sport, dport, udpLen, nil)
 	s.src, s.dst, s.sport, s.dport, s.udpLen = src, dst, sport, dport, udpLen
-	if buf[lrhLen] == 0x45 {
-		s.state = crcRaw(v4PrefixState, buf[v4Prefix:k])
-	} else {
-		s.state = crcRaw(v6PrefixState, buf[v6Prefix:k])
-	}
-	s.valid = true
+	s.state, s.valid = prefixState(&buf, k), true
 }
 
 // crcRest advances the raw CRC state c over p: short tails with crcRaw,
