@@ -453,6 +453,9 @@ func (b *bwSender) post(q int, stepRemote bool) error {
 		if err := b.s.qps[q].PostSend(st.wrs...); err != nil {
 			return fmt.Errorf("Couldn't post send: qp %d scnt=%d: %v", q, b.scnt[q], err)
 		}
+		// A window is tx_depth posts, each a system call on rxe: a
+		// turn of its own.
+		b.s.turns.Turn()
 		if b.stepAddrs {
 			st.sgl[0].Addr = stepAddr(st.sgl[0].Addr, b.step, b.scnt[q], b.wrapEvery, st.localBase)
 			if stepRemote {

@@ -70,7 +70,11 @@ func (s *session) openDevice() error {
 		fmt.Fprintf(s.stderr, " Couldn't get context for the device: %v\n", err)
 		return errQuiet("")
 	}
+	if s.ownsProcess {
+		spin.OneP(s.vctx)
+	}
 	s.spinner = spin.For(s.vctx)
+	s.turns = spin.TurnsFor(s.vctx)
 	return nil
 }
 

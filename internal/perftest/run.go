@@ -95,6 +95,11 @@ type session struct {
 	recv      []*recvState
 	// spinner paces the polling loops (a copy each).
 	spinner spin.Spinner
+	// turns paces the data loops as a whole (stopped, once per turn).
+	turns *spin.Turns
+	// ownsProcess: the session is the whole process (Main), and may set
+	// the runtime's process-wide settings.
+	ownsProcess bool
 
 	peerVersion string
 	result      Result
@@ -113,15 +118,21 @@ func Main(t Test, args []string, stdout, stderr io.Writer, opts Options) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return Run(ctx, t, prog, args, stdout, stderr, opts)
+	return run(ctx, t, prog, args, stdout, stderr, opts, true)
 }
 
 func isTestBinary(name string) bool {
 	return filepath.Ext(name) == ".test"
 }
 
-// Run is Main with a context and an explicit program name.
+// Run is Main with a context and an explicit program name, for a run
+// that shares its process (Run leaves process-wide settings alone).
 func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr io.Writer, opts Options) int {
+	return run(ctx, t, prog, args, stdout, stderr, opts, false)
+}
+
+// run is Run; ownsProcess says the run is the whole process (Main).
+func run(ctx context.Context, t Test, prog string, args []string, stdout, stderr io.Writer, opts Options, ownsProcess bool) int {
 	cfg, status, done := Parse(t, prog, args, stdout, stderr)
 	if done {
 		return status
@@ -134,7 +145,8 @@ func Run(ctx context.Context, t Test, prog string, args []string, stdout, stderr
 	if cfg.JSON {
 		text = io.Discard
 	}
-	s := &session{cfg: &cfg, ctx: ctx, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true}
+	s := &session{cfg: &cfg, ctx: ctx, stdout: text, stderr: stderr, opts: opts, bwLimitOK: true, mrLimitOK: true,
+		ownsProcess: ownsProcess}
 	s.result = Result{Tool: t.Name(), Version: Version, Test: t, Duration: cfg.TestDur}
 	s.result.Role = "server"
 	if cfg.Client {
@@ -214,8 +226,12 @@ func (s *session) peerRole() string {
 	return "client"
 }
 
-// stopped returns ctx's error once the run must stop (an interrupt).
-func (s *session) stopped() error { return s.ctx.Err() }
+// stopped, called at every turn of a data loop, paces the loop (s.turns)
+// and returns ctx's error once the run must stop (an interrupt).
+func (s *session) stopped() error {
+	s.turns.Turn()
+	return s.ctx.Err()
+}
 
 // watchPeer, called when a data loop is about to wait, watches the side
 // channel: when the peer closes it (the peer exited or was killed), waits

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rdma-go/rdma-go/provider/soft"
 	"github.com/rdma-go/rdma-go/verbs"
 )
 
@@ -44,8 +43,7 @@ type Spinner struct {
 
 // For returns a Spinner for loops that poll CQs of ctx's device.
 func For(ctx *verbs.Context) Spinner {
-	_, inProcess := ctx.Provider().(*soft.Context)
-	return Spinner{yield: inProcess}
+	return Spinner{yield: inProcess(ctx)}
 }
 
 // Empty records an empty poll, yielding the P if it is time, and reports

@@ -62,6 +62,20 @@
 // Unlike the soft device, arming a CQ that already holds completions
 // raises no event: poll after ReqNotify.
 //
+// # Busy polling
+//
+// A goroutine that polls a CQ and posts without ever blocking, as
+// perftest's loops do, keeps its P, and the runtime preempts it with a
+// signal every 10 ms; with more than one P the preempted goroutine may go
+// on on another thread and CPU. On a NIC neither matters much. On rxe,
+// which does the transport's work in the doorbell's system call on the
+// posting CPU, both do where signals are dear: in the interop lab's
+// emulated guest they took 10 % of ib_write_bw's 64 KiB bandwidth on rxe0.
+// The perftest tools therefore run on one P on a kernel device and yield
+// the P every few milliseconds themselves (internal/spin: OneP, Turns);
+// a program with a loop like theirs can do the same (GOMAXPROCS=1 and
+// runtime.Gosched every few milliseconds).
+//
 // # Connections
 //
 // Devices implement provider.CMDevice: their connections are managed by
