@@ -27,3 +27,30 @@ func TestStampClockTSC(t *testing.T) {
 		t.Fatalf("over %v of the system clock the TSC clock counted %v (ratio %.4f)", time.Duration(sys), time.Duration(tsc), r)
 	}
 }
+
+// TestStampTime: stampTime is nowNS as a time.Time comparable with
+// time.Now (monotonic readings both), with either clock behind nowNS.
+func TestStampTime(t *testing.T) {
+	saved := stampClock
+	t.Cleanup(func() { stampClock = saved })
+	for _, tsc := range []bool{false, true} {
+		if tsc {
+			if !haveTSC {
+				continue
+			}
+			calibrateTSC(20 * time.Millisecond)
+		} else {
+			stampClock.tsc = false
+		}
+		before := time.Now()
+		st := stampTime()
+		after := time.Now()
+		slack := time.Millisecond
+		if st.Before(before.Add(-slack)) || st.After(after.Add(slack)) {
+			t.Fatalf("tsc=%v: stampTime %v outside [%v, %v]", tsc, st, before, after)
+		}
+		if d := time.Until(st.Add(time.Second)); d < time.Second-slack || d > time.Second+slack {
+			t.Fatalf("tsc=%v: a deadline 1 s after stampTime is %v away by time.Until", tsc, d)
+		}
+	}
+}

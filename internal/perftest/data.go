@@ -115,7 +115,7 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			if !sp.Empty() {
 				continue
 			}
-			now := time.Now()
+			now := stampTime()
 			if since.IsZero() {
 				since = now
 			}
@@ -139,12 +139,12 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 		}
 		// With -e, or on a soft device after a while without a
 		// completion: block on the CQ.
-		if !until.IsZero() && !time.Now().Before(until) {
+		if !until.IsZero() && !stampTime().Before(until) {
 			return 0, nil
 		}
 		wait := stallTimeout
 		if !until.IsZero() {
-			wait = min(wait, time.Until(until))
+			wait = min(wait, until.Sub(stampTime()))
 		}
 		s.watchPeer()
 		base := s.peerCtx // wakes the wait when the peer goes
@@ -164,7 +164,7 @@ func (s *session) poll(cq *verbs.CQ, wc []verbs.WC, until time.Time) (int, error
 			if _, gone := s.peerLeft(); gone {
 				continue // poll once more, then wait out the grace
 			}
-			if !until.IsZero() && !time.Now().Before(until) {
+			if !until.IsZero() && !stampTime().Before(until) {
 				return 0, nil
 			}
 			return 0, fmt.Errorf(" No completion for %v: the %s stopped answering", stallTimeout, s.peerRole())
@@ -814,7 +814,7 @@ func (s *session) awaitSend(wc []verbs.WC, scnt, ccnt uint64) error {
 // stallTimeout.
 func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll func() error) error {
 	sp := s.spinner
-	start := time.Now()
+	start := stampTime()
 	for {
 		if loadByte(buf, off) == want {
 			return nil
@@ -831,7 +831,7 @@ func (s *session) waitByte(buf []byte, off int, want byte, clk *durClock, poll f
 		if !sp.Idle() {
 			continue
 		}
-		now := time.Now()
+		now := stampTime()
 		if err := s.stopped(); err != nil {
 			return err
 		}

@@ -74,7 +74,7 @@ func (s *session) openDevice() error {
 		spin.OneP(s.vctx)
 	}
 	s.spinner = spin.For(s.vctx)
-	s.turns = spin.TurnsFor(s.vctx)
+	s.turns = spin.TurnsFor(s.vctx, stampTime)
 	return nil
 }
 

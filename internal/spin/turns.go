@@ -44,7 +44,8 @@ type Turns struct {
 	on       bool
 	n, every int
 	last     time.Time // of the last yield
-	// now and yield are time.Now and runtime.Gosched, replaced in tests.
+	// now is the loop's clock; yield is runtime.Gosched, replaced in
+	// tests.
 	now   func() time.Time
 	yield func()
 }
@@ -55,8 +56,9 @@ type Turns struct {
 // signals (measured in the lab guest, medians of 8 to 14 rounds against
 // perftest's bandwidth: two Ps 0.90x without Turns and 0.87x with them,
 // one P 0.92x without and 0.97x with).
-func TurnsFor(ctx *verbs.Context) *Turns {
-	return newTurns(!inProcess(ctx) && runtime.GOMAXPROCS(0) == 1, time.Now, runtime.Gosched)
+// now is the loop's clock (time.Now, or a cheaper one).
+func TurnsFor(ctx *verbs.Context, now func() time.Time) *Turns {
+	return newTurns(!inProcess(ctx) && runtime.GOMAXPROCS(0) == 1, now, runtime.Gosched)
 }
 
 // OneP runs a tool's process on one P when its device is outside the
