@@ -70,7 +70,7 @@
 // on on another thread and CPU. On a NIC neither matters much. On rxe,
 // which does the transport's work in the doorbell's system call on the
 // posting CPU, both do where signals are dear: in the interop lab's
-// emulated guest they took 10 % of ib_write_bw's 64 KiB bandwidth on rxe0.
+// emulated guest they took about 8 % of ib_write_bw's 64 KiB bandwidth on rxe0.
 // The perftest tools therefore run on one P on a kernel device and yield
 // the P every few milliseconds themselves (internal/spin: OneP, Turns);
 // a program with a loop like theirs can do the same (GOMAXPROCS=1 and
