@@ -322,7 +322,7 @@ func rxeSendable(wrs []provider.SendWR) bool {
 // work request it cannot post and says why, as ibv_post_send does.
 func (q *qp) postSendRing(wrs []provider.SendWR) (int, error) {
 	x := &q.rxe
-	done, err := fillRing(&x.sq, wrs, "ibv_post_send: send queue full", x.validSend, x.writeSend)
+	done, err := x.fillSend(wrs)
 	if done > 0 {
 		if errno := x.ring(); errno != 0 {
 			return done, provider.Errorf(errnoBase(errno), "ibv_post_send: doorbell: %v", errno)
@@ -331,32 +331,83 @@ func (q *qp) postSendRing(wrs []provider.SendWR) (int, error) {
 	return done, err
 }
 
-// fillRing writes work requests into r with put, one element each, up to
-// the first that check refuses or that finds r full, and then publishes
-// them to the kernel (moves the producer index). It returns how many it
-// wrote and why it stopped early.
-func fillRing[W any](r *rxeRing, wrs []W, full string, check func(*W) error, put func(slot uintptr, w *W)) (int, error) {
-	prod := r.producer().Load()
-	free := r.free()
+// fillSend writes send work requests into the send ring, one element
+// each, up to the first that rdma-core's checks refuse or that finds the
+// ring full, and publishes them to the kernel. It returns how many it
+// wrote and why it stopped early. (It and fillRecv call their checks and
+// writers directly: passed as func values they were indirect calls, which
+// under emulation cost ib_send_lat 6 % of its latency on rxe0.)
+func (x *rxeQP) fillSend(wrs []provider.SendWR) (int, error) {
+	f := x.sq.fill()
 	done := 0
 	var err error
 	for ; done < len(wrs); done++ {
 		w := &wrs[done]
-		if err = check(w); err != nil {
+		if err = x.validSend(w); err != nil {
 			break
 		}
-		if free == 0 {
-			err = provider.Errorf(provider.ErrNoMemory, "%s", full)
+		slot, ok := f.next()
+		if !ok {
+			err = provider.Errorf(provider.ErrNoMemory, "ibv_post_send: send queue full")
 			break
 		}
-		put(r.slot(prod), w)
-		prod = (prod + 1) & r.mask
-		free--
+		x.writeSend(slot, w)
 	}
-	if done > 0 {
-		r.producer().Store(prod)
-	}
+	f.publish()
 	return done, err
+}
+
+// fillRecv is fillSend for receive work requests and the receive ring.
+func (x *rxeQP) fillRecv(wrs []provider.RecvWR) (int, error) {
+	f := x.rq.fill()
+	done := 0
+	var err error
+	for ; done < len(wrs); done++ {
+		w := &wrs[done]
+		if err = x.validRecv(w); err != nil {
+			break
+		}
+		slot, ok := f.next()
+		if !ok {
+			err = provider.Errorf(provider.ErrNoMemory, "ibv_post_recv: receive queue full")
+			break
+		}
+		writeRecv(slot, w)
+	}
+	f.publish()
+	return done, err
+}
+
+// ringFill is a producer's cursor in a ring while it writes elements.
+type ringFill struct {
+	r          *rxeRing
+	prod, free uint32
+	n          int
+}
+
+// fill starts writing elements into r.
+func (r *rxeRing) fill() ringFill {
+	return ringFill{r: r, prod: r.producer().Load(), free: r.free()}
+}
+
+// next returns the slot of the next element, or false if the ring is full.
+func (f *ringFill) next() (uintptr, bool) {
+	if f.free == 0 {
+		return 0, false
+	}
+	slot := f.r.slot(f.prod)
+	f.prod = (f.prod + 1) & f.r.mask
+	f.free--
+	f.n++
+	return slot, true
+}
+
+// publish hands the elements written to the kernel (moves the producer
+// index), if there are any.
+func (f *ringFill) publish() {
+	if f.n > 0 {
+		f.r.producer().Store(f.prod)
+	}
 }
 
 // ring rings the send queue's doorbell. rxe does the requester's work for
@@ -437,7 +488,7 @@ func (q *qp) postRecvRing(wrs []provider.RecvWR) (int, error) {
 	if provider.QPState(*(*uint32)(cptr(q.qp + qpState))) == provider.QPStateReset {
 		return 0, provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: QP in RESET")
 	}
-	return fillRing(&x.rq, wrs, "ibv_post_recv: receive queue full", x.validRecv, writeRecv)
+	return x.fillRecv(wrs)
 }
 
 // validRecv checks a receive's SGEs against the QP's limit.

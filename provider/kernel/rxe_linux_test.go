@@ -126,7 +126,7 @@ func TestRXERingsWithoutKernel(t *testing.T) {
 			SGL: []provider.SGE{{Addr: 0x7000, Length: 8, LKey: 9}}},
 		{ID: 4, Opcode: provider.WRSend},
 	}
-	n, err := fillRing(&x.sq, wrs, "full", x.validSend, x.writeSend)
+	n, err := x.fillSend(wrs)
 	if n != 3 || !errors.Is(err, provider.ErrNoMemory) {
 		t.Fatalf("4 sends into a ring of 3: %d, %v; want 3 and ErrNoMemory", n, err)
 	}
@@ -152,7 +152,7 @@ func TestRXERingsWithoutKernel(t *testing.T) {
 	// The kernel consumes two; a chain whose second is refused posts one.
 	x.sq.consumer().Store(2)
 	bad := []provider.SendWR{{ID: 5, Opcode: provider.WRSend}, {ID: 6, Opcode: provider.WRSend, SGL: make([]provider.SGE, 3)}, {ID: 7}}
-	if n, err := fillRing(&x.sq, bad, "full", x.validSend, x.writeSend); n != 1 || !errors.Is(err, provider.ErrInvalidArgument) {
+	if n, err := x.fillSend(bad); n != 1 || !errors.Is(err, provider.ErrInvalidArgument) {
 		t.Fatalf("a chain with 3 SGEs in its second: %d, %v; want 1 and ErrInvalidArgument", n, err)
 	}
 
@@ -161,10 +161,10 @@ func TestRXERingsWithoutKernel(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		x.sq.consumer().Store(x.sq.producer().Load())
 		x.rq.consumer().Store(x.rq.producer().Load())
-		if n, err := fillRing(&x.sq, wrs[:1], "full", x.validSend, x.writeSend); n != 1 || err != nil {
+		if n, err := x.fillSend(wrs[:1]); n != 1 || err != nil {
 			t.Fatal(n, err)
 		}
-		if n, err := fillRing(&x.rq, recv, "full", x.validRecv, writeRecv); n != 1 || err != nil {
+		if n, err := x.fillRecv(recv); n != 1 || err != nil {
 			t.Fatal(n, err)
 		}
 	})
