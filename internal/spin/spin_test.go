@@ -99,7 +99,7 @@ func TestTurns(t *testing.T) {
 				yields++
 				lastYield = clock
 			})
-			reads = 0
+			reads = 0 // newTurns's own read starts the first period
 			var prev time.Duration
 			for _, p := range c.phases {
 				yields0, start := yields, clock

@@ -31,9 +31,8 @@ const (
 // interop lab's emulated guest, 64 KiB ib_write_bw on rxe0 lost about 6 %
 // of its bandwidth to them (GODEBUG=asyncpreemptoff=1 won it back). Turns
 // yields the P itself every few milliseconds, which the runtime counts as
-// rescheduling, so no signal is sent. On a soft
-// device, whose loops already yield to the device's goroutines, Turn does
-// nothing.
+// rescheduling, so no signal is sent. On a soft device, whose loops
+// already yield to the device's goroutines, Turn does nothing.
 //
 // Turns reads the clock only when it yields, every so many turns: it
 // doubles or halves that number to keep the time between yields within
@@ -55,8 +54,8 @@ type Turns struct {
 // which may take the loop to another CPU, and that costs more than the
 // signals (measured in the lab guest, medians of 8 to 14 rounds against
 // perftest's bandwidth: two Ps 0.90x without Turns and 0.87x with them,
-// one P 0.92x without and 0.97x with).
-// now is the loop's clock (time.Now, or a cheaper one).
+// one P 0.92x without and 0.97x with). now is the loop's clock (time.Now,
+// or a cheaper one).
 func TurnsFor(ctx *verbs.Context, now func() time.Time) *Turns {
 	return newTurns(!inProcess(ctx) && runtime.GOMAXPROCS(0) == 1, now, runtime.Gosched)
 }
