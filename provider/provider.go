@@ -19,6 +19,9 @@
 // Rules every implementation follows:
 //   - Methods are called only with arguments verbs has checked against
 //     DeviceAttr and PortAttr, and never on an object verbs has destroyed.
+//   - verbs serialises a QP's PostSend calls with each other and with its
+//     Destroy: a provider needs no lock of its own for them (PostRecv and
+//     CQ.Poll may be called concurrently, as in libibverbs).
 //   - Errors wrap one of the sentinels below (use Errorf).
 //   - Objects that events or completion channels name are created with an
 //     owner value (verbs' own object), which the provider hands back.

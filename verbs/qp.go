@@ -238,9 +238,9 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 // a *PostError naming the first one refused; those before it are posted.
 // Completions and errors found while executing arrive on the send CQ.
 func (qp *QP) PostSend(wrs ...SendWR) error {
-	qp.postMu.Lock()
-	defer qp.postMu.Unlock()
+	qp.postMu.Lock() // also serialises the provider's PostSend (its contract)
 	if qp.destroyed.Load() {
+		qp.postMu.Unlock()
 		return &PostError{Index: 0, Err: verrorf(ErrClosed, "QP destroyed")}
 	}
 	bad, badErr := len(wrs), error(nil)
@@ -250,15 +250,18 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 			break
 		}
 	}
+	var err error
 	if bad > 0 {
-		if n, err := qp.p.PostSend(noescape(wrs[:bad])); err != nil {
-			return &PostError{Index: n, Err: err}
+		var n int
+		if n, err = qp.p.PostSend(noescape(wrs[:bad])); err != nil {
+			err = &PostError{Index: n, Err: err}
 		}
 	}
-	if badErr != nil {
-		return &PostError{Index: bad, Err: badErr}
+	qp.postMu.Unlock()
+	if err == nil && badErr != nil {
+		err = &PostError{Index: bad, Err: badErr}
 	}
-	return nil
+	return err
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {

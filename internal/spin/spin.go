@@ -36,7 +36,7 @@ const (
 // Spinner counts one loop's empty polls.
 type Spinner struct {
 	yield  bool
-	n      int
+	n      uint32
 	since  time.Time // of the first look-up without a completion
 	dozing bool      // Block said to block (Idle sleeps)
 }
@@ -51,10 +51,16 @@ func For(ctx *verbs.Context) Spinner {
 func (s *Spinner) Empty() bool {
 	s.n++
 	if s.yield && s.n%yieldEvery == 0 {
-		runtime.Gosched()
+		gosched()
 	}
 	return s.n%checkEvery == 0
 }
+
+// gosched is runtime.Gosched, kept out of line so that Empty, called at
+// every empty poll, is inlined into the loop.
+//
+//go:noinline
+func gosched() { runtime.Gosched() }
 
 // Block reports, when Empty has said to look up, whether the loop should
 // now block on the CQ rather than go on polling: on a soft device, once

@@ -222,12 +222,16 @@ func (q *cq) Overflowed() bool { return q.overflow.Load() }
 // ibv_poll_cq does, into off-heap C structs and converts them.
 func (q *cq) Poll(wc []provider.WC) (int, error) {
 	q.mu.Lock()
-	if q.ring.base != 0 && len(q.pending) == 0 {
+	if r := &q.ring; r.base != 0 && len(q.pending) == 0 {
 		// The rxe ring, the path a busy-polling loop takes at every
-		// turn: kept short (no defer, nothing else to look at), since
-		// under emulation each instruction here delays noticing a
-		// completion. A destroyed CQ has no ring.
-		n := q.pollRing(wc)
+		// turn: kept short (no defer, no call while the ring is empty,
+		// nothing else to look at), since under emulation each call and
+		// instruction here delays noticing a completion. A destroyed CQ
+		// has no ring.
+		n := 0
+		if r.producer().Load() != r.consumer().Load() {
+			n = q.pollRing(wc)
+		}
 		q.mu.Unlock()
 		return n, nil
 	}
@@ -573,7 +577,6 @@ type qp struct {
 
 	rs recvScratch
 
-	smu     sync.Mutex
 	sargs   [3]uintptr
 	smem    scratch // bad pointer, [batch]cSendWR, [batch*sge]cSGE, cPostSend
 	sbatch  int
@@ -693,11 +696,18 @@ func bswap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<
 // PostSend converts wrs into a chain of struct ibv_send_wr in off-heap
 // scratch memory and calls ctx->ops.post_send, as verbs.h's inline
 // ibv_post_send does, postBatch work requests at a time.
+// verbs serialises the calls (the provider contract): no lock here. On
+// rxe, the work requests go into the send ring and the doorbell rings, as
+// rdma-core's rxe_post_send does.
 func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
-	q.smu.Lock()
-	defer q.smu.Unlock()
-	if q.rxe.sq.base != 0 && rxeSendable(wrs) {
-		return q.postSendRing(wrs)
+	if x := &q.rxe; x.sq.base != 0 && rxeSendable(wrs) {
+		n, err := x.fillSend(wrs)
+		if n > 0 {
+			if errno := x.ring(); errno != 0 {
+				return n, provider.Errorf(errnoBase(errno), "ibv_post_send: doorbell: %v", errno)
+			}
+		}
+		return n, err
 	}
 	cws := unsafe.Slice((*cSendWR)(unsafe.Pointer(&q.smem.mem[q.swrOff])), q.sbatch)
 	sges := unsafe.Slice((*cSGE)(unsafe.Pointer(&q.smem.mem[q.ssgeOff])), q.sbatch*q.ssge)
@@ -765,8 +775,9 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
 	if q.rxe.rq.base != 0 {
 		q.rs.mu.Lock()
-		defer q.rs.mu.Unlock()
-		return q.postRecvRing(wrs)
+		n, err := q.postRecvRing(wrs)
+		q.rs.mu.Unlock()
+		return n, err
 	}
 	return q.rs.post(q.p.c.postRecv, q.qp, wrs)
 }
@@ -779,9 +790,7 @@ func (q *qp) Destroy() error {
 		return err
 	}
 	q.p.c.dropOwner(q.qp)
-	q.smu.Lock()
-	q.smem.free()
-	q.smu.Unlock()
+	q.smem.free() // no PostSend runs or follows (verbs serialises them)
 	q.rs.mu.Lock()
 	q.rs.mem.free()
 	q.rs.mu.Unlock()
