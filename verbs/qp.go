@@ -245,9 +245,11 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	}
 	bad, badErr := len(wrs), error(nil)
 	for i := range wrs {
-		if err := qp.checkSendWR(&wrs[i]); err != nil {
-			bad, badErr = i, err
-			break
+		if w := &wrs[i]; !qp.plainSend(w) {
+			if err := qp.checkSendWR(w); err != nil {
+				bad, badErr = i, err
+				break
+			}
 		}
 	}
 	var err error
@@ -262,6 +264,24 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		err = &PostError{Index: bad, Err: badErr}
 	}
 	return err
+}
+
+// plainSend reports whether wr is a SEND or an RDMA WRITE on a connected
+// QP within the QP's limits: the common work request, which this check,
+// inlined into PostSend, passes without a call to checkSendWR.
+func (qp *QP) plainSend(wr *SendWR) bool {
+	return (wr.Opcode == WRSend || wr.Opcode == WRRDMAWrite) && qp.init.Type != QPTypeUD &&
+		len(wr.SGL) <= int(qp.init.Cap.MaxSendSGE) &&
+		(wr.Flags&SendInline == 0 || sglLen(wr.SGL) <= uint64(qp.init.Cap.MaxInlineData))
+}
+
+// sglLen is the number of bytes sgl names.
+func sglLen(sgl []SGE) uint64 {
+	var n uint64
+	for _, s := range sgl {
+		n += uint64(s.Length)
+	}
+	return n
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
@@ -315,11 +335,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		return verrorf(ErrInvalidArgument, "%d SGEs, QP allows %d", len(wr.SGL), qp.init.Cap.MaxSendSGE)
 	}
 	if wr.Flags&SendInline != 0 {
-		n := 0
-		for _, s := range wr.SGL {
-			n += int(s.Length)
-		}
-		if n > int(qp.init.Cap.MaxInlineData) {
+		if n := sglLen(wr.SGL); n > uint64(qp.init.Cap.MaxInlineData) {
 			return verrorf(ErrInvalidArgument, "inline data of %d bytes, QP allows %d", n, qp.init.Cap.MaxInlineData)
 		}
 	}

@@ -95,8 +95,10 @@ type session struct {
 	recv      []*recvState
 	// spinner paces the polling loops (a copy each).
 	spinner spin.Spinner
-	// turns paces the data loops as a whole (stopped, once per turn).
-	turns *spin.Turns
+	// turns paces the data loops as a whole (stopped, once per turn);
+	// turnCount counts stopped's calls.
+	turns     *spin.Turns
+	turnCount uint32
 	// ownsProcess: the session is the whole process (Main), and may set
 	// the runtime's process-wide settings.
 	ownsProcess bool
@@ -227,11 +229,20 @@ func (s *session) peerRole() string {
 }
 
 // stopped, called at every turn of a data loop, paces the loop (s.turns)
-// and returns ctx's error once the run must stop (an interrupt).
+// and returns ctx's error once the run must stop (an interrupt). It looks
+// at ctx every stopCheckEvery turns (a turn is a few microseconds at most
+// where it matters; the loops' waits watch ctx themselves), and inlines
+// into the loops.
 func (s *session) stopped() error {
 	s.turns.Turn()
+	if s.turnCount++; s.turnCount%stopCheckEvery != 0 {
+		return nil
+	}
 	return s.ctx.Err()
 }
+
+// stopCheckEvery is how often, in turns, stopped looks at the context.
+const stopCheckEvery = 64
 
 // watchPeer, called when a data loop is about to wait, watches the side
 // channel: when the peer closes it (the peer exited or was killed), waits

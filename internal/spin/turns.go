@@ -89,13 +89,17 @@ func newTurns(on bool, now func() time.Time, yield func()) *Turns {
 }
 
 // Turn is called once per turn of a data loop. A nil Turns does nothing.
+// It inlines into the loop; the work of a yield is in yieldNow.
 func (t *Turns) Turn() {
-	if t == nil || !t.on {
-		return
+	if t != nil && t.on {
+		if t.n++; t.n >= t.every {
+			t.yieldNow()
+		}
 	}
-	if t.n++; t.n < t.every {
-		return
-	}
+}
+
+// yieldNow yields the P and retunes the number of turns between yields.
+func (t *Turns) yieldNow() {
 	t.n = 0
 	now := t.now()
 	switch d := now.Sub(t.last); {

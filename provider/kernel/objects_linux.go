@@ -774,8 +774,12 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 // PostRecv is PostSend's counterpart through ctx->ops.post_recv.
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
 	if q.rxe.rq.base != 0 {
+		// Into the receive ring, as rdma-core's rxe_post_recv does.
+		if provider.QPState(*(*uint32)(cptr(q.qp + qpState))) == provider.QPStateReset {
+			return 0, provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: QP in RESET")
+		}
 		q.rs.mu.Lock()
-		n, err := q.postRecvRing(wrs)
+		n, err := q.rxe.fillRecv(wrs)
 		q.rs.mu.Unlock()
 		return n, err
 	}

@@ -330,8 +330,8 @@ func (x *rxeQP) fillSend(wrs []provider.SendWR) (int, error) {
 	var err error
 	for ; done < len(wrs); done++ {
 		w := &wrs[done]
-		if len(w.SGL) > x.maxSendSGE || w.Flags&provider.SendInline != 0 ||
-			w.Opcode == provider.WRAtomicCmpAndSwp || w.Opcode == provider.WRAtomicFetchAndAdd {
+		if len(w.SGL) > x.maxSendSGE || w.Opcode == provider.WRAtomicCmpAndSwp || w.Opcode == provider.WRAtomicFetchAndAdd ||
+			w.Flags&provider.SendInline != 0 && sglLen(w.SGL) > uint64(x.maxInline) {
 			if err = x.checkSend(w); err != nil {
 				break
 			}
@@ -421,10 +421,7 @@ func (x *rxeQP) checkSend(w *provider.SendWR) error {
 	if len(w.SGL) > x.maxSendSGE {
 		return provider.Errorf(provider.ErrInvalidArgument, "ibv_post_send: %d SGEs, the QP takes %d", len(w.SGL), x.maxSendSGE)
 	}
-	var n uint64
-	for _, s := range w.SGL {
-		n += uint64(s.Length)
-	}
+	n := sglLen(w.SGL)
 	switch w.Opcode {
 	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
 		if n < 8 || w.RemoteAddr&7 != 0 {
@@ -435,6 +432,15 @@ func (x *rxeQP) checkSend(w *provider.SendWR) error {
 		return provider.Errorf(provider.ErrInvalidArgument, "ibv_post_send: %d bytes inline, the QP takes %d", n, x.maxInline)
 	}
 	return nil
+}
+
+// sglLen is the number of bytes sgl names.
+func sglLen(sgl []provider.SGE) uint64 {
+	var n uint64
+	for _, s := range sgl {
+		n += uint64(s.Length)
+	}
+	return n
 }
 
 // writeSend fills the send WQE at slot from w.
@@ -472,15 +478,6 @@ func (x *rxeQP) writeSend(slot uintptr, w *provider.SendWR) {
 		}
 	}
 	e.DMA = rxeDMA{Length: n, Resid: n, NumSGE: uint32(len(w.SGL))}
-}
-
-// postRecvRing writes wrs into the receive ring, as rdma-core's
-// rxe_post_recv does (q.rs.mu held).
-func (q *qp) postRecvRing(wrs []provider.RecvWR) (int, error) {
-	if provider.QPState(*(*uint32)(cptr(q.qp + qpState))) == provider.QPStateReset {
-		return 0, provider.Errorf(provider.ErrInvalidArgument, "ibv_post_recv: QP in RESET")
-	}
-	return q.rxe.fillRecv(wrs)
 }
 
 // writeRecv fills the receive WQE at slot from w.
