@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/rdma-go/rdma-go/engine"
@@ -529,7 +528,7 @@ func (q *qp) Modify(attr *provider.QPAttr, mask provider.QPAttrMask) error {
 		ea.State = engine.QPState(attr.State)
 		em |= engine.AttrState
 	}
-	q.eqp.Modify(time.Now(), &ea, em)
+	q.eqp.Modify(softdev.Now(), &ea, em)
 	return nil
 }
 
@@ -576,7 +575,7 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 			}
 		}
 		s := buf[:len(chunk)]
-		n, err := q.eqp.PostSendList(time.Now(), s)
+		n, err := q.eqp.PostSendList(softdev.Now(), s)
 		clear(s)
 		if err != nil {
 			return done + n, postErr(err)
@@ -587,7 +586,7 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 }
 
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
-	now := time.Now()
+	now := softdev.Now()
 	for i := range wrs {
 		if err := q.eqp.PostRecv(now, &engine.RecvWR{ID: wrs[i].ID, SGL: engineSGL(wrs[i].SGL)}); err != nil {
 			return i, postErr(err)

@@ -235,7 +235,7 @@ func (d *Device) Link() link.Link { return d.link }
 const pollHoldTime = time.Millisecond
 
 // holdClock is the clock pollHold reads (a test scripts it).
-var holdClock = time.Now
+var holdClock = Now
 
 // pollHold returns how much longer the receive goroutine should leave the
 // link to pollers, or 0.
@@ -425,7 +425,7 @@ func (d *Device) ackFlusher() {
 			continue
 		}
 		idle = 0
-		if time.Now().UnixNano()-since >= int64(ackDelay) {
+		if Now().UnixNano()-since >= int64(ackDelay) {
 			d.FlushAcks()
 		}
 	}
@@ -436,7 +436,7 @@ func (d *Device) process(batch []link.Datagram) {
 	if raceEnabled {
 		netSlot(d.Addr()).Load()
 	}
-	now := time.Now()
+	now := Now()
 	d.acksSince.Store(0) // Receive sends those Poll left pending too
 	if capture.Active() {
 		capture.Received(batch)
@@ -446,6 +446,20 @@ func (d *Device) process(batch []link.Datagram) {
 		d.gsi.Poll(now)
 	}
 }
+
+// monoBase is the origin of Now.
+var monoBase = time.Now()
+
+// Now is the devices' clock: the system's monotonic clock, as a time.Time
+// whose wall reading moves with it from the program's start (an NTP step
+// does not move it). It reads the clock once where time.Now reads it
+// twice (the wall and the monotonic clock): on the data path a device
+// reads it per poll attempt and per post, and where a clock read is a
+// system call (a VM whose clocksource is hpet or acpi_pm: ~5 µs each in
+// the interop lab's guest) the reads were most of a round trip.
+// Everything the devices compare — deadlines, the poll hold, pending
+// ACKs' age — comes from it.
+func Now() time.Time { return monoBase.Add(time.Since(monoBase)) }
 
 // pollOff is RDMA_GO_POLL=off.
 var pollOff = os.Getenv("RDMA_GO_POLL") == "off"
@@ -475,7 +489,7 @@ func (d *Device) Poll() bool {
 	if !d.rxMu.TryLock() {
 		return false
 	}
-	now := time.Now() // one clock read per attempt: it is on the latency path
+	now := Now() // one clock read per attempt: it is on the latency path
 	d.lastPoll.Store(now.UnixNano())
 	d.flushAcksLocked()
 	got, _ := d.drainLocked(now)
@@ -602,7 +616,7 @@ func (t *QPTimer) Arm(at time.Time) {
 		return
 	}
 	t.at = at
-	d := time.Until(at)
+	d := at.Sub(Now())
 	if t.t == nil {
 		t.t = time.AfterFunc(d, t.fire)
 	} else {
@@ -619,7 +633,7 @@ func (t *QPTimer) fire() {
 	if qp == nil || closed {
 		return
 	}
-	qp.OnTimer(time.Now())
+	qp.OnTimer(Now())
 }
 
 // Stop cancels the timer for good.

@@ -84,7 +84,7 @@ func TestReceiveLoopNeverWaitsQuiet(t *testing.T) {
 		}
 		return now
 	}
-	defer func() { holdClock = time.Now }()
+	defer func() { holdClock = Now }()
 
 	l := newQuietLink()
 	d := Start(l, Options{})
