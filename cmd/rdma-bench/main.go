@@ -25,7 +25,13 @@
 // With -d DEVICE the RDMA side runs on that device instead (both ends on
 // it, over its own address: a kernel device such as rxe0 works).
 //
-// Usage: rdma-bench [-procs 1|2] [-runs N] [-d DEVICE] [-duration 2s | -iters N] [-json] | -version
+// -curve measures, instead of the workloads, the WRITE bandwidth at every
+// power-of-two size from 64 B to 8 MiB (ib_write_bw -a's sweep) against a
+// TCP stream of writes of the same size, and says whether the RDMA curve
+// lies at or above TCP's at every size and how far it falls below its
+// peak at a larger size; -png FILE draws both curves on one chart.
+//
+// Usage: rdma-bench [-procs 1|2] [-runs N] [-d DEVICE] [-duration 2s | -iters N] [-only LIST | -curve [-png FILE]] [-json] | -version
 package main
 
 import (
@@ -83,6 +89,7 @@ type Report struct {
 	Device    string       `json:"device"`
 	Addresses []string     `json:"device_addresses,omitempty"` // with -procs 2: this process's, the peer's
 	Scenarios []Scenario   `json:"scenarios"`
+	Curve     *Curve       `json:"curve,omitempty"` // with -curve
 	Warnings  []string     `json:"warnings,omitempty"`
 }
 
@@ -121,6 +128,8 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 	showVersion := fs.Bool("version", false, "print rdma-go's version and exit")
 	device := fs.String("d", "", "run the RDMA side on this device (both ends on it, e.g. rxe0) instead of soft devices")
 	only := fs.String("only", "", "run only these workloads (names, comma-separated: "+names()+")")
+	curveRun := fs.Bool("curve", false, fmt.Sprintf("measure WRITE bandwidth at every size from %s to %s (as ib_write_bw -a) against TCP streams of writes of the same size, instead of the workloads", sizeTitle(curveMin), sizeTitle(curveMax)))
+	png := fs.String("png", "", "with -curve: draw both curves into this PNG file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -128,7 +137,8 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 		fmt.Fprintln(stdout, version.Line())
 		return 0
 	}
-	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 || *runs < 1 || (*procs != 1 && *procs != 2) {
+	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 || *runs < 1 || (*procs != 1 && *procs != 2) ||
+		(*curveRun && *only != "") || (*png != "" && !*curveRun) {
 		fs.Usage()
 		return 2
 	}
@@ -136,6 +146,12 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "rdma-bench:", err)
 		return 2
+	}
+	if *curveRun {
+		sel = sel[:0]
+		for i := range curve {
+			sel = append(sel, &curve[i])
+		}
 	}
 	term := false
 	if f, ok := stderr.(*os.File); ok {
@@ -177,6 +193,15 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 		fmt.Fprintln(stderr, "rdma-bench:", err)
 		return 1
 	}
+	if *curveRun {
+		rep.Curve = judgeCurve(rep.Scenarios)
+		if *png != "" {
+			if err := writeCurvePNG(*png, &rep, rep.Curve); err != nil {
+				fmt.Fprintln(stderr, "rdma-bench: -png:", err)
+				return 1
+			}
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -187,6 +212,9 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 		return 0
 	}
 	printTable(stdout, &rep)
+	if rep.Curve != nil {
+		printCurve(stdout, rep.Curve)
+	}
 	return 0
 }
 

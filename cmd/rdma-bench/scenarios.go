@@ -87,11 +87,54 @@ func rateScenario(n int) scenario {
 		tcp: tcpBatched, tcpTitle: fmt.Sprintf("32 × 8 B per write, %d connection%s", n, s), conns: n}
 }
 
-// lookup returns the scenario called name.
+// The sizes of -curve: every power of two from curveMin to curveMax, as
+// ib_write_bw -a sweeps them.
+const (
+	curveMin = 64
+	curveMax = 8 << 20
+)
+
+// curve is -curve's workloads: WRITE bandwidth at each size, 16
+// outstanding, against a TCP stream of writes of the same size.
+var curve = func() []scenario {
+	var c []scenario
+	for size := curveMin; size <= curveMax; size *= 2 {
+		c = append(c, scenario{name: "write-" + sizeName(size), title: "WRITE " + sizeTitle(size) + " bandwidth (16 outstanding)",
+			unit: "MiB/s", better: "higher", rdma: rdmaWrite, size: size, window: bwWindow,
+			tcp: tcpStream, tcpTitle: "stream of " + sizeTitle(size) + " writes"})
+	}
+	return c
+}()
+
+// sizeName is size for a workload's name: 64, 1k, 8m.
+func sizeName(size int) string {
+	switch {
+	case size >= 1<<20 && size%(1<<20) == 0:
+		return fmt.Sprintf("%dm", size>>20)
+	case size >= 1<<10 && size%(1<<10) == 0:
+		return fmt.Sprintf("%dk", size>>10)
+	}
+	return fmt.Sprint(size)
+}
+
+// sizeTitle is size for people: 64 B, 1 KiB, 8 MiB.
+func sizeTitle(size int) string {
+	switch {
+	case size >= 1<<20 && size%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", size>>20)
+	case size >= 1<<10 && size%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", size>>10)
+	}
+	return fmt.Sprintf("%d B", size)
+}
+
+// lookup returns the scenario called name, of the table's or the curve's.
 func lookup(name string) (*scenario, error) {
-	for i := range scenarios {
-		if scenarios[i].name == name {
-			return &scenarios[i], nil
+	for _, list := range [][]scenario{scenarios, curve} {
+		for i := range list {
+			if list[i].name == name {
+				return &list[i], nil
+			}
 		}
 	}
 	return nil, fmt.Errorf("no scenario %q", name)

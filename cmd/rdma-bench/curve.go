@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Curve is what -curve found: whether the RDMA WRITE bandwidth is at or
+// above the TCP stream's at every size, and how far it falls below its own
+// peak at a larger size (ib_write_bw -a's curve should not fall).
+type Curve struct {
+	// Sizes are the message sizes, in the scenarios' order.
+	Sizes []int `json:"sizes"`
+	// AtOrAboveTCP: the median ratio is at least 1 at every size.
+	AtOrAboveTCP bool `json:"at_or_above_tcp"`
+	// MinRatio is the lowest median ratio, at MinRatioSize.
+	MinRatio     float64 `json:"min_ratio"`
+	MinRatioSize int     `json:"min_ratio_size"`
+	// MaxFall is the largest fraction by which the RDMA median at a size
+	// lies below the highest median at a smaller size (PeakSize), at
+	// FallSize; 0 when it never falls.
+	MaxFall  float64 `json:"max_fall"`
+	FallSize int     `json:"fall_size,omitempty"`
+	PeakSize int     `json:"peak_size,omitempty"`
+}
+
+// judgeCurve reads the curve's figures out of the report's scenarios,
+// which are curve's, in order.
+func judgeCurve(sc []Scenario) *Curve {
+	c := &Curve{AtOrAboveTCP: true}
+	peak, peakSize := 0.0, 0
+	for i, f := range sc {
+		s, err := lookup(f.Name)
+		if err != nil {
+			continue
+		}
+		c.Sizes = append(c.Sizes, s.size)
+		if r := f.Median.Ratio; i == 0 || r < c.MinRatio {
+			c.MinRatio, c.MinRatioSize = r, s.size
+		}
+		if f.Median.Ratio < 1 {
+			c.AtOrAboveTCP = false
+		}
+		bw := f.Median.RDMA
+		if peak > 0 && bw < peak {
+			if fall := (peak - bw) / peak; fall > c.MaxFall {
+				c.MaxFall, c.FallSize, c.PeakSize = fall, s.size, peakSize
+			}
+		}
+		if bw > peak {
+			peak, peakSize = bw, s.size
+		}
+	}
+	return c
+}
+
+// printCurve prints the verdict under the table.
+func printCurve(w io.Writer, c *Curve) {
+	yes := "no"
+	if c.AtOrAboveTCP {
+		yes = "yes"
+	}
+	fmt.Fprintf(w, "curve: RDMA at or above TCP at every size: %s (lowest ratio %.2f, at %s)\n", yes, c.MinRatio, sizeTitle(c.MinRatioSize))
+	if c.MaxFall == 0 {
+		fmt.Fprintln(w, "curve: RDMA never falls below its peak at a larger size")
+		return
+	}
+	fmt.Fprintf(w, "curve: RDMA's largest fall below its peak at a larger size: %.1f %% (%s against the peak at %s)\n",
+		100*c.MaxFall, sizeTitle(c.FallSize), sizeTitle(c.PeakSize))
+}
+
+// writeCurvePNG draws the two curves (medians) on one chart: bandwidth
+// against the message size on a log2 axis, with a grid.
+func writeCurvePNG(path string, rep *Report, c *Curve) error {
+	if len(c.Sizes) == 0 {
+		return fmt.Errorf("no sizes measured")
+	}
+	p := plot.New()
+	where := "one process"
+	if rep.Procs == 2 {
+		where = "two processes"
+	}
+	runs := "1 run"
+	if rep.Runs > 1 {
+		runs = fmt.Sprintf("%d runs, medians", rep.Runs)
+	}
+	p.Title.Text = fmt.Sprintf("WRITE bandwidth by message size, %s (rdma-bench -curve, %s)", where, runs)
+	p.X.Label.Text = "message size"
+	p.Y.Label.Text = "bandwidth [MiB/s]"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sizeTicks(c.Sizes)
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	for i, series := range []struct {
+		name string
+		v    func(Scenario) float64
+	}{
+		{"RDMA WRITE (" + rep.Device + ", 16 outstanding)", func(f Scenario) float64 { return f.Median.RDMA }},
+		{"Go TCP loopback stream, writes of the same size", func(f Scenario) float64 { return f.Median.TCP }},
+	} {
+		xy := make(plotter.XYs, 0, len(c.Sizes))
+		for j, f := range rep.Scenarios[:len(c.Sizes)] {
+			xy = append(xy, plotter.XY{X: float64(c.Sizes[j]), Y: series.v(f)})
+		}
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		col := []color.Color{color.RGBA{R: 0xc0, G: 0x30, B: 0x20, A: 0xff}, color.RGBA{R: 0x20, G: 0x50, B: 0xb0, A: 0xff}}[i]
+		l.Color, pts.Color = col, col
+		l.Width = vg.Points(1.5)
+		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[i]
+		p.Add(l, pts)
+		p.Legend.Add(series.name, l, pts)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}
+
+// sizeTicks labels every other measured size (64 B, 256 B, 1 KiB, ...):
+// all of them would crowd the axis.
+func sizeTicks(sizes []int) plot.Ticker {
+	var t plot.ConstantTicks
+	for i, s := range sizes {
+		label := ""
+		if i%2 == 0 {
+			label = sizeTitle(s)
+		}
+		t = append(t, plot.Tick{Value: float64(s), Label: label})
+	}
+	return t
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestJudgeCurve: the verdict on a curve — the lowest ratio and where, and
+// the largest fall below the running peak (not below the last size's).
+func TestJudgeCurve(t *testing.T) {
+	row := func(name string, rdma, ratio float64) Scenario {
+		return Scenario{Name: name, Median: Medians{RDMA: rdma, TCP: rdma / ratio, Ratio: ratio}}
+	}
+	for _, c := range []struct {
+		name      string
+		rows      []Scenario
+		above     bool
+		minRatio  float64
+		minSize   int
+		fall      float64
+		fallSize  int
+		peakSize  int
+		wantSizes int
+	}{
+		{"rising, above", []Scenario{row("write-64", 10, 1.2), row("write-128", 20, 1.0), row("write-256", 30, 1.5)},
+			true, 1.0, 128, 0, 0, 0, 3},
+		{"one size below TCP", []Scenario{row("write-64", 10, 1.2), row("write-128", 20, 0.8), row("write-256", 30, 1.5)},
+			false, 0.8, 128, 0, 0, 0, 3},
+		{"falls after the peak, deepest two sizes later", []Scenario{row("write-1m", 100, 1), row("write-2m", 90, 1), row("write-4m", 60, 1), row("write-8m", 95, 1)},
+			true, 1, 1 << 20, 0.4, 4 << 20, 1 << 20, 4},
+		{"a new peak resets what a fall is measured against", []Scenario{row("write-64k", 100, 1), row("write-128k", 96, 1), row("write-256k", 200, 1), row("write-512k", 180, 1)},
+			true, 1, 64 << 10, 0.1, 512 << 10, 256 << 10, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := judgeCurve(c.rows)
+			if v.AtOrAboveTCP != c.above || v.MinRatio != c.minRatio || v.MinRatioSize != c.minSize || len(v.Sizes) != c.wantSizes {
+				t.Errorf("verdict %+v: want above=%v, min ratio %.2f at %d, %d sizes", v, c.above, c.minRatio, c.minSize, c.wantSizes)
+			}
+			if d := v.MaxFall - c.fall; d > 1e-9 || d < -1e-9 || v.FallSize != c.fallSize || v.PeakSize != c.peakSize {
+				t.Errorf("fall %.3f at %d below the peak at %d, want %.3f at %d below %d", v.MaxFall, v.FallSize, v.PeakSize, c.fall, c.fallSize, c.peakSize)
+			}
+		})
+	}
+}
+
+// TestCurveScenarios: -curve sweeps 64 B to 8 MiB by powers of two, each
+// size findable by name (the peer process looks its scenario up).
+func TestCurveScenarios(t *testing.T) {
+	if len(curve) != 18 || curve[0].size != 64 || curve[len(curve)-1].size != 8<<20 {
+		t.Fatalf("%d sizes, %d to %d", len(curve), curve[0].size, curve[len(curve)-1].size)
+	}
+	for i := range curve {
+		s, err := lookup(curve[i].name)
+		if err != nil || s.size != 64<<i || s.rdma != rdmaWrite || s.tcp != tcpStream {
+			t.Errorf("%s: %+v, %v", curve[i].name, s, err)
+		}
+	}
+	if got := sizeTitle(1 << 20); got != "1 MiB" {
+		t.Errorf("sizeTitle(1 MiB) = %q", got)
+	}
+}
+
+// TestCurveFlags: -curve takes no -only, and -png needs -curve.
+func TestCurveFlags(t *testing.T) {
+	for _, args := range [][]string{{"-curve", "-only", "write-64k"}, {"-png", "x.png"}} {
+		var stderr strings.Builder
+		if st := run(args, io.Discard, &stderr); st != 2 {
+			t.Errorf("%v: exit status %d, want 2", args, st)
+		}
+	}
+}
