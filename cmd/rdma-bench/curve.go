@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -96,6 +97,15 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks(c.Sizes)
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+			}
+		}
+		return ts
+	})
 	p.Add(plotter.NewGrid())
 	for i, series := range []struct {
 		name string
