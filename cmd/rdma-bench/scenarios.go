@@ -106,26 +106,31 @@ var curve = func() []scenario {
 	return c
 }()
 
-// sizeName is size for a workload's name: 64, 1k, 8m.
-func sizeName(size int) string {
+// sizeUnit is size in the largest binary unit that divides it: (1, "MiB"),
+// (64, "KiB"), (64, "B").
+func sizeUnit(size int) (int, string) {
 	switch {
 	case size >= 1<<20 && size%(1<<20) == 0:
-		return fmt.Sprintf("%dm", size>>20)
+		return size >> 20, "MiB"
 	case size >= 1<<10 && size%(1<<10) == 0:
-		return fmt.Sprintf("%dk", size>>10)
+		return size >> 10, "KiB"
 	}
-	return fmt.Sprint(size)
+	return size, "B"
+}
+
+// sizeName is size for a workload's name: 64, 1k, 8m.
+func sizeName(size int) string {
+	n, u := sizeUnit(size)
+	if u == "B" {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprint(n) + strings.ToLower(u[:1])
 }
 
 // sizeTitle is size for people: 64 B, 1 KiB, 8 MiB.
 func sizeTitle(size int) string {
-	switch {
-	case size >= 1<<20 && size%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", size>>20)
-	case size >= 1<<10 && size%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", size>>10)
-	}
-	return fmt.Sprintf("%d B", size)
+	n, u := sizeUnit(size)
+	return fmt.Sprintf("%d %s", n, u)
 }
 
 // lookup returns the scenario called name, of the table's or the curve's.
