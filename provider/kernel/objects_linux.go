@@ -695,10 +695,10 @@ func bswap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<
 
 // PostSend converts wrs into a chain of struct ibv_send_wr in off-heap
 // scratch memory and calls ctx->ops.post_send, as verbs.h's inline
-// ibv_post_send does, postBatch work requests at a time.
-// verbs serialises the calls (the provider contract): no lock here. On
-// rxe, the work requests go into the send ring and the doorbell rings, as
-// rdma-core's rxe_post_send does.
+// ibv_post_send does, postBatch work requests at a time; on rxe it writes
+// them into the send ring and rings the doorbell, as rdma-core's
+// rxe_post_send does. verbs serialises the calls (the provider contract),
+// so it takes no lock.
 func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 	if x := &q.rxe; x.sq.base != 0 && rxeSendable(wrs) {
 		n, err := x.fillSend(wrs)
