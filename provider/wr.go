@@ -8,6 +8,15 @@ type SGE struct {
 	LKey   uint32
 }
 
+// SGLLen is the number of bytes sgl names.
+func SGLLen(sgl []SGE) uint64 {
+	var n uint64
+	for _, s := range sgl {
+		n += uint64(s.Length)
+	}
+	return n
+}
+
 // SendWR is a send work request (struct ibv_send_wr). Post a chain by
 // passing several to PostSend.
 type SendWR struct {

@@ -272,16 +272,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 func (qp *QP) plainSend(wr *SendWR) bool {
 	return (wr.Opcode == WRSend || wr.Opcode == WRRDMAWrite) && qp.init.Type != QPTypeUD &&
 		len(wr.SGL) <= int(qp.init.Cap.MaxSendSGE) &&
-		(wr.Flags&SendInline == 0 || sglLen(wr.SGL) <= uint64(qp.init.Cap.MaxInlineData))
-}
-
-// sglLen is the number of bytes sgl names.
-func sglLen(sgl []SGE) uint64 {
-	var n uint64
-	for _, s := range sgl {
-		n += uint64(s.Length)
-	}
-	return n
+		(wr.Flags&SendInline == 0 || provider.SGLLen(wr.SGL) <= uint64(qp.init.Cap.MaxInlineData))
 }
 
 func (qp *QP) checkSendWR(wr *SendWR) error {
@@ -335,7 +326,7 @@ func (qp *QP) checkSendWR(wr *SendWR) error {
 		return verrorf(ErrInvalidArgument, "%d SGEs, QP allows %d", len(wr.SGL), qp.init.Cap.MaxSendSGE)
 	}
 	if wr.Flags&SendInline != 0 {
-		if n := sglLen(wr.SGL); n > uint64(qp.init.Cap.MaxInlineData) {
+		if n := provider.SGLLen(wr.SGL); n > uint64(qp.init.Cap.MaxInlineData) {
 			return verrorf(ErrInvalidArgument, "inline data of %d bytes, QP allows %d", n, qp.init.Cap.MaxInlineData)
 		}
 	}

@@ -331,7 +331,7 @@ func (x *rxeQP) fillSend(wrs []provider.SendWR) (int, error) {
 	for ; done < len(wrs); done++ {
 		w := &wrs[done]
 		if len(w.SGL) > x.maxSendSGE || w.Opcode == provider.WRAtomicCmpAndSwp || w.Opcode == provider.WRAtomicFetchAndAdd ||
-			w.Flags&provider.SendInline != 0 && sglLen(w.SGL) > uint64(x.maxInline) {
+			w.Flags&provider.SendInline != 0 && provider.SGLLen(w.SGL) > uint64(x.maxInline) {
 			if err = x.checkSend(w); err != nil {
 				break
 			}
@@ -421,7 +421,7 @@ func (x *rxeQP) checkSend(w *provider.SendWR) error {
 	if len(w.SGL) > x.maxSendSGE {
 		return provider.Errorf(provider.ErrInvalidArgument, "ibv_post_send: %d SGEs, the QP takes %d", len(w.SGL), x.maxSendSGE)
 	}
-	n := sglLen(w.SGL)
+	n := provider.SGLLen(w.SGL)
 	switch w.Opcode {
 	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
 		if n < 8 || w.RemoteAddr&7 != 0 {
@@ -432,15 +432,6 @@ func (x *rxeQP) checkSend(w *provider.SendWR) error {
 		return provider.Errorf(provider.ErrInvalidArgument, "ibv_post_send: %d bytes inline, the QP takes %d", n, x.maxInline)
 	}
 	return nil
-}
-
-// sglLen is the number of bytes sgl names.
-func sglLen(sgl []provider.SGE) uint64 {
-	var n uint64
-	for _, s := range sgl {
-		n += uint64(s.Length)
-	}
-	return n
 }
 
 // writeSend fills the send WQE at slot from w.
