@@ -34,9 +34,9 @@ func (h *Host) CreateGSI(cfg QPConfig) (*QP, error) {
 	qp.attr.QKey = GSIQKey
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, used := h.qps[GSIQPN]; used {
+	if h.qps.get(GSIQPN) != nil {
 		return nil, ErrGSIExists
 	}
-	h.qps[GSIQPN] = qp
+	h.qps.set(GSIQPN, qp)
 	return qp, nil
 }

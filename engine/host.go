@@ -70,8 +70,8 @@ type Host struct {
 	log   *slog.Logger
 	stats Stats
 
-	mu      sync.RWMutex
-	qps     map[uint32]*QP
+	mu      sync.Mutex // serialises changes to qps and the numbering
+	qps     qpTable
 	nextQPN uint32
 	// qpnFirst and qpnLast bound the numbers CreateQP hands out.
 	qpnFirst, qpnLast uint32
@@ -110,7 +110,7 @@ func NewHost(cfg HostConfig) *Host {
 	if cfg.Mem == nil {
 		cfg.Mem = NewMemTable()
 	}
-	h := &Host{cfg: cfg, mem: cfg.Mem, log: cfg.Logger, qps: make(map[uint32]*QP)}
+	h := &Host{cfg: cfg, mem: cfg.Mem, log: cfg.Logger}
 	h.SetQPNRange(0, 0)
 	if h.log == nil {
 		h.log = slog.Default()
@@ -143,9 +143,9 @@ func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
 		if h.nextQPN > h.qpnLast {
 			h.nextQPN = h.qpnFirst
 		}
-		if _, used := h.qps[n]; !used && n > 1 {
+		if n > 1 && h.qps.get(n) == nil {
 			qp.qpn = n
-			h.qps[n] = qp
+			h.qps.set(n, qp)
 			return qp, nil
 		}
 	}
@@ -205,7 +205,9 @@ func (h *Host) newQP(cfg QPConfig) (*QP, error) {
 // DestroyQP removes qp; packets for its QPN are dropped from now on.
 func (h *Host) DestroyQP(qp *QP) {
 	h.mu.Lock()
-	delete(h.qps, qp.qpn)
+	if h.qps.get(qp.qpn) == qp {
+		h.qps.set(qp.qpn, nil)
+	}
 	h.mu.Unlock()
 	qp.mu.Lock()
 	if qp.rsp.ackPending && qp.st != StateErr {
@@ -231,12 +233,7 @@ func (h *Host) DestroyQP(qp *QP) {
 	h.rxBusy.Unlock()
 }
 
-func (h *Host) qp(qpn uint32) *QP {
-	h.mu.RLock()
-	qp := h.qps[qpn]
-	h.mu.RUnlock()
-	return qp
-}
+func (h *Host) qp(qpn uint32) *QP { return h.qps.get(qpn) }
 
 func (h *Host) sourcePort(want uint16) uint16 {
 	if h.cfg.Link == nil {

@@ -89,8 +89,11 @@ type QPConfig struct {
 	Owner any
 	// OnDeadline, if set, is called (with the QP locked) whenever the QP's
 	// earliest timer deadline moves earlier or is newly set. The caller then
-	// arranges for OnTimer to run at that time. It must not call back into
-	// the QP.
+	// arranges for OnTimer to run at that time. It is called with the zero
+	// time when a QP that had a deadline has none left (everything it sent
+	// is acknowledged): the caller may then cancel its timer, so that a QP
+	// that sent once does not cost a timer expiry later. It must not call
+	// back into the QP.
 	OnDeadline func(at time.Time)
 }
 
@@ -339,10 +342,18 @@ func (qp *QP) OnTimer(now time.Time) {
 	qp.host.putTx(tx)
 }
 
-// noteDeadline reports a new earliest deadline through OnDeadline.
+// noteDeadline reports a new earliest deadline through OnDeadline, or
+// the zero time when the deadline it reported last is gone.
 func (qp *QP) noteDeadline() {
+	if qp.cfg.OnDeadline == nil {
+		return
+	}
 	d, ok := qp.nextDeadline()
-	if !ok || qp.cfg.OnDeadline == nil {
+	if !ok {
+		if !qp.deadline.IsZero() {
+			qp.deadline = time.Time{}
+			qp.cfg.OnDeadline(time.Time{})
+		}
 		return
 	}
 	if qp.deadline.IsZero() || d.Before(qp.deadline) {

@@ -242,6 +242,10 @@ func (s *sim) newQP(h *simHost, par simParams, end int) *simQP {
 		MaxSendWR: q.sqDepth, MaxRecvWR: par.rqDepth, MaxSendSGE: simMaxSGE, MaxRecvSGE: simMaxSGE,
 		MaxInline: simMaxInline, SigAll: q.sigAll, SRQ: srq,
 		OnDeadline: func(at time.Time) {
+			if at.IsZero() {
+				q.timerHint = time.Time{} // no deadline left
+				return
+			}
 			if q.timerHint.IsZero() || at.Before(q.timerHint) {
 				q.timerHint = at
 			}

@@ -589,7 +589,8 @@ type QPTimer struct {
 	mu    sync.Mutex
 	t     *time.Timer
 	qp    *engine.QP
-	at    time.Time
+	at    time.Time // when t fires; zero when it is not running
+	idle  bool      // the QP has no deadline left: t's expiry does nothing
 	close bool
 }
 
@@ -604,14 +605,22 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 	t.mu.Unlock()
 }
 
-// Arm makes the timer fire at (or soon after) at. The engine calls it with
-// the QP locked, so it must not call into the QP.
+// Arm makes the timer fire at (or soon after) at. The zero time says the
+// QP has no deadline left: the timer is left running (stopping it, and
+// starting it again at the next send, costs a ping-pong more than its
+// expiry) but its expiry no longer calls into the QP. The engine calls
+// Arm with the QP locked, so it must not call into the QP.
 func (t *QPTimer) Arm(at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.close {
 		return
 	}
+	if at.IsZero() {
+		t.idle = true
+		return
+	}
+	t.idle = false
 	if !t.at.IsZero() && !at.Before(t.at) {
 		return
 	}
@@ -628,9 +637,9 @@ func (t *QPTimer) fire() {
 	t.mu.Lock()
 	qp := t.qp
 	t.at = time.Time{}
-	closed := t.close
+	skip := t.close || t.idle
 	t.mu.Unlock()
-	if qp == nil || closed {
+	if qp == nil || skip {
 		return
 	}
 	qp.OnTimer(Now())
