@@ -78,6 +78,14 @@ type Host struct {
 
 	txPool sync.Pool
 
+	// doorbell lists the QPs whose posts PostSendDeferred left for
+	// FlushPosts (dbMu guards it); dbFlush serialises FlushPosts, which
+	// reuses the list it took as dbSpare.
+	dbMu     sync.Mutex
+	doorbell []*QP
+	dbFlush  sync.Mutex
+	dbSpare  []*QP
+
 	// rxBusy is held while a received batch is processed and its answers
 	// are sent (Receive, ReceivePolled, FlushAcks). The application may
 	// poll a receive completion of the batch before its ACK is on the

@@ -119,6 +119,7 @@ type QP struct {
 	deadline time.Time // the deadline last reported through OnDeadline
 	overflow bool      // a completion was lost to a full CQ
 	commEst  bool      // COMM_EST was raised
+	rung     bool      // on the host's doorbell list (PostSendDeferred)
 
 	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
 

@@ -127,14 +127,72 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 	defer qp.mu.Unlock()
 	tx := qp.host.getTx()
 	defer qp.host.putTx(tx)
+	n, err = qp.queueSends(now, wrs)
+	qp.startSends(now, tx)
+	qp.host.flush(tx)
+	return n, err
+}
+
+// PostSendDeferred queues work requests as PostSendList does but leaves
+// sending them to the next Host.FlushPosts (or to anything else that
+// moves the QP's send queue: an ACK that opens its window, a later
+// PostSendList). A caller that knows it will flush soon — a device whose
+// application is polling a CQ — lets several posts, on one QP or many, go
+// out in one batch: one system call and, for a run of same-size packets,
+// one GSO send, where each PostSendList makes its own.
+func (qp *QP) PostSendDeferred(now time.Time, wrs []SendWR) (n int, err error) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	n, err = qp.queueSends(now, wrs)
+	if n > 0 && !qp.rung {
+		qp.rung = true
+		h := qp.host
+		h.dbMu.Lock()
+		h.doorbell = append(h.doorbell, qp)
+		h.dbMu.Unlock()
+	}
+	return n, err
+}
+
+// FlushPosts sends what PostSendDeferred queued, every QP's in one batch.
+func (h *Host) FlushPosts(now time.Time) {
+	h.dbFlush.Lock()
+	defer h.dbFlush.Unlock()
+	h.dbMu.Lock()
+	qps := h.doorbell
+	h.doorbell = h.dbSpare[:0]
+	h.dbMu.Unlock()
+	if len(qps) == 0 {
+		h.dbSpare = qps
+		return
+	}
+	tx := h.getTx()
+	for _, qp := range qps {
+		qp.mu.Lock()
+		qp.rung = false
+		qp.startSends(now, tx)
+		qp.mu.Unlock()
+	}
+	h.flush(tx)
+	h.putTx(tx)
+	clear(qps)
+	h.dbSpare = qps[:0]
+}
+
+// queueSends queues wrs; it returns how many were queued and, if not all,
+// why wrs[n] was refused.
+func (qp *QP) queueSends(now time.Time, wrs []SendWR) (n int, err error) {
 	for n = range wrs {
 		if err = qp.postSendLocked(now, &wrs[n]); err != nil {
-			break
+			return n, err
 		}
 	}
-	if err == nil {
-		n = len(wrs)
-	}
+	return len(wrs), nil
+}
+
+// startSends sends what the send queue allows into tx, with an ACK that
+// Host.ReceivePolled left pending.
+func (qp *QP) startSends(now time.Time, tx *txBatch) {
 	qp.req.progress(qp, now, tx)
 	qp.settle(now, tx)
 	qp.noteDeadline()
@@ -143,8 +201,6 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 		// the new packets, in the same send (often one GSO send).
 		qp.flushDeferredAck(tx)
 	}
-	qp.host.flush(tx)
-	return n, err
 }
 
 func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {

@@ -48,6 +48,7 @@ type scenario struct {
 	rdma                      rdmaKind
 	size                      int
 	window                    int // outstanding requests, or post lists per QP
+	mem                       int // bytes of memory each end registers, if not window × size
 	qps                       int
 	tcp                       tcpKind
 	tcpTitle                  string
@@ -94,13 +95,23 @@ const (
 	curveMax = 8 << 20
 )
 
-// curve is -curve's workloads: WRITE bandwidth at each size, 16
-// outstanding, against a TCP stream of writes of the same size.
+// -curve measures as ib_write_bw -a does: curveWindow WRITEs outstanding
+// (its default tx depth), cycling through curveCycle bytes of memory (its
+// cycle buffer, a page) or, for larger sizes, all from one buffer of the
+// size — as the TCP side writes from one buffer.
+const (
+	curveWindow = 128
+	curveCycle  = 4096
+)
+
+// curve is -curve's workloads: WRITE bandwidth at each size against a TCP
+// stream of writes of the same size.
 var curve = func() []scenario {
 	var c []scenario
 	for size := curveMin; size <= curveMax; size *= 2 {
-		c = append(c, scenario{name: "write-" + sizeName(size), title: "WRITE " + sizeTitle(size) + " bandwidth (16 outstanding)",
-			unit: "MiB/s", better: "higher", rdma: rdmaWrite, size: size, window: bwWindow,
+		c = append(c, scenario{name: "write-" + sizeName(size),
+			title: fmt.Sprintf("WRITE %s bandwidth (%d outstanding)", sizeTitle(size), curveWindow),
+			unit:  "MiB/s", better: "higher", rdma: rdmaWrite, size: size, window: curveWindow, mem: max(size, curveCycle),
 			tcp: tcpStream, tcpTitle: "stream of " + sizeTitle(size) + " writes"})
 	}
 	return c
@@ -197,7 +208,11 @@ func (s *scenario) config() workload.Config {
 	case rdmaWriteRate:
 		return workload.Config{MemSize: 4096, SQDepth: 2 * rateList * s.window, QPs: s.qps}
 	default:
-		return workload.Config{MemSize: s.window * s.size, SQDepth: 2 * s.window}
+		mem := s.mem
+		if mem == 0 {
+			mem = s.window * s.size
+		}
+		return workload.Config{MemSize: mem, SQDepth: 2 * s.window}
 	}
 }
 

@@ -174,6 +174,7 @@ func (q *cq) Push(c *engine.Completion) bool {
 // NIC driver's poll routine would: a busy poller then sees a completion
 // without waiting for the device's receive goroutine to be woken.
 func (q *cq) Poll(wc []provider.WC) (int, error) {
+	q.ctx.run.FlushPosts()
 	n, err := q.poll(wc)
 	if n == 0 && err == nil && len(wc) > 0 && q.ctx.run.Poll() {
 		n, err = q.poll(wc)
@@ -575,7 +576,14 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 			}
 		}
 		s := buf[:len(chunk)]
-		n, err := q.eqp.PostSendList(softdev.Now(), s)
+		var n int
+		var err error
+		if now := softdev.Now(); q.ctx.run.DeferPosts(now) {
+			n, err = q.eqp.PostSendDeferred(now, s)
+			q.ctx.run.PostsDeferred(now)
+		} else {
+			n, err = q.eqp.PostSendList(now, s)
+		}
 		clear(s)
 		if err != nil {
 			return done + n, postErr(err)

@@ -57,23 +57,28 @@ func SendStream(ctx context.Context, x *End, size, window int, b Budget) (Result
 	return stream(ctx, x, verbs.WRSend, size, window, b, nil)
 }
 
-// stream posts op work requests of size bytes, each from its own
-// slot of x's memory (and, for WRITE and READ, to the same slot of the
-// peer's), all signaled, up to window outstanding. between, if set, runs
-// after every poll: in one process it serves the receiving end.
+// stream posts op work requests of size bytes, each from its own slot of
+// x's memory (and, for WRITE and READ, to the same slot of the peer's), or,
+// when x's memory holds fewer than window slots, cycling through those
+// there are (as perftest's cycle buffer); all signaled, up to window
+// outstanding. It polls without pause,
+// as perftest's bandwidth tools do. between, if set, runs after every
+// poll: in one process it serves the receiving end.
 func stream(ctx context.Context, x *End, op verbs.WROpcode, size, window int, b Budget, between func() error) (Result, error) {
-	if window*size > x.MR.Len() {
-		return Result{}, fmt.Errorf("%d×%d bytes do not fit in %d", window, size, x.MR.Len())
+	slots := min(window, x.MR.Len()/max(size, 1))
+	if slots < 1 {
+		return Result{}, fmt.Errorf("%d bytes do not fit in %d", size, x.MR.Len())
 	}
 	wrs := make([]verbs.SendWR, window)
 	for i := range wrs {
-		wrs[i] = verbs.SendWR{ID: uint64(i), Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{x.MR.SGE(i*size, size)}}
+		off := (i % slots) * size
+		wrs[i] = verbs.SendWR{ID: uint64(i), Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{x.MR.SGE(off, size)}}
 		if op != verbs.WRSend {
-			wrs[i].RemoteAddr, wrs[i].RKey = x.Peer.Addr+uint64(i*size), x.Peer.RKey
+			wrs[i].RemoteAddr, wrs[i].RKey = x.Peer.Addr+uint64(off), x.Peer.RKey
 		}
 	}
 	poll := func() (int, error) {
-		wc, err := x.Poll(ctx)
+		wc, err := x.PollSpin(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -483,7 +488,7 @@ func WriteRate(ctx context.Context, x *End, size, list, lists int, b Budget) (Re
 	out := make([]int, nq)
 	total := 0
 	poll := func() error {
-		wc, err := x.Poll(ctx)
+		wc, err := x.PollSpin(ctx)
 		if err != nil {
 			return err
 		}

@@ -84,6 +84,9 @@ type Device struct {
 	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
 	// none are; flusherKick wakes ackFlusher when flusherIdle.
 	acksSince   atomic.Int64
+	// postsSince is when a PostSend first left its work requests for
+	// FlushPosts (UnixNano), 0 when none wait (see DeferPosts).
+	postsSince  atomic.Int64
 	flusherIdle atomic.Bool
 	flusherKick chan struct{}
 	// lastPoll is when Poll last read the link (UnixNano; 0 after
@@ -252,6 +255,7 @@ func (d *Device) pollHold() time.Duration {
 // hands the link back to the receive goroutine at once. The verbs layer
 // calls it from CQ.Wait and CompChannel.GetEvent.
 func (d *Device) Blocking() {
+	d.FlushPosts()
 	d.FlushAcks()
 	if d.lastPoll.Load() != 0 {
 		d.lastPoll.Store(0)
@@ -377,6 +381,53 @@ func (d *Device) deferAcks(now time.Time) {
 	}
 }
 
+// deferWindow is how recently Poll must have read the link for DeferPosts
+// to hold a post back: the application is then in a polling loop and
+// polls again within microseconds.
+const deferWindow = 100 * time.Microsecond
+
+// DeferPosts reports whether a PostSend at now may leave its work requests
+// queued (engine.QP.PostSendDeferred) for the next FlushPosts: whether an
+// application is busy polling this device. Its next CQ poll — on any
+// goroutine — sends everything posted meanwhile, on every QP, in one
+// batch (one sendmmsg, often one GSO send), where posting one work
+// request at a time costs a system call each: a stream of small WRITEs
+// otherwise spends most of its time there. A post with nobody polling
+// goes out at once; one whose poller then blocks goes out when it blocks
+// (Blocking), or at the latest at the ackFlusher's next tick.
+func (d *Device) DeferPosts(now time.Time) bool {
+	if d.poller == nil || pollOff {
+		return false
+	}
+	lp := d.lastPoll.Load()
+	return lp != 0 && now.UnixNano()-lp < int64(deferWindow)
+}
+
+// PostsDeferred records that a PostSend at now left work requests for
+// FlushPosts.
+func (d *Device) PostsDeferred(now time.Time) {
+	if d.postsSince.CompareAndSwap(0, now.UnixNano()) && d.flusherIdle.CompareAndSwap(true, false) {
+		select {
+		case d.flusherKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// FlushPosts sends the work requests that PostSends left waiting (see
+// DeferPosts). The soft provider calls it at every CQ poll.
+func (d *Device) FlushPosts() {
+	if d.postsSince.Load() != 0 {
+		d.flushPosts()
+	}
+}
+
+func (d *Device) flushPosts() {
+	if d.postsSince.Swap(0) != 0 {
+		d.host.FlushPosts(Now())
+	}
+}
+
 // FlushAcks sends the ACKs that Poll left pending. The verbs layer calls it
 // before a poller blocks.
 func (d *Device) FlushAcks() {
@@ -395,7 +446,8 @@ func (d *Device) flushAcksLocked() {
 	}
 }
 
-// ackFlusher sends ACKs that have been pending for ackDelay. While Poll
+// ackFlusher sends ACKs that have been pending for ackDelay, and posts
+// that DeferPosts left waiting for a poll that did not come. While Poll
 // keeps deferring ACKs it wakes every millisecond or so (a timer, not a
 // wake-up per packet); after 10 ms without any it sleeps until kicked.
 func (d *Device) ackFlusher() {
@@ -404,7 +456,7 @@ func (d *Device) ackFlusher() {
 	for {
 		if idle > 10 {
 			d.flusherIdle.Store(true)
-			if d.acksSince.Load() == 0 {
+			if d.acksSince.Load() == 0 && d.postsSince.Load() == 0 {
 				select {
 				case <-d.flusherKick:
 				case <-d.done:
@@ -419,13 +471,19 @@ func (d *Device) ackFlusher() {
 		case <-d.done:
 			return
 		}
+		posts := d.postsSince.Load()
+		if posts != 0 {
+			// The poller that was to send them has not polled since:
+			// it blocks elsewhere, or has stopped.
+			d.FlushPosts()
+		}
 		since := d.acksSince.Load()
-		if since == 0 {
+		if since == 0 && posts == 0 {
 			idle++
 			continue
 		}
 		idle = 0
-		if Now().UnixNano()-since >= int64(ackDelay) {
+		if since != 0 && Now().UnixNano()-since >= int64(ackDelay) {
 			d.FlushAcks()
 		}
 	}
@@ -436,6 +494,7 @@ func (d *Device) process(batch []link.Datagram) {
 	if raceEnabled {
 		netSlot(d.Addr()).Load()
 	}
+	d.FlushPosts()
 	now := Now()
 	d.acksSince.Store(0) // Receive sends those Poll left pending too
 	if capture.Active() {
@@ -479,6 +538,7 @@ var pollOff = os.Getenv("RDMA_GO_POLL") == "off"
 // for a round trip still finds its reply at once, while one that polls a
 // busy stream leaves the work to the receive goroutine on another CPU.
 func (d *Device) Poll() bool {
+	d.FlushPosts()
 	if d.poller == nil || pollOff {
 		return false
 	}

@@ -154,3 +154,96 @@ func TestQPNumbersStartAtRandom(t *testing.T) {
 		}
 	}
 }
+
+// sendLink is a quietLink that reports each Send's datagram count.
+type sendLink struct {
+	*quietLink
+	sent chan int
+}
+
+func (l *sendLink) Send(b []link.Datagram) error {
+	l.sent <- len(b)
+	return nil
+}
+
+// TestDeferredPostsGoOut: a PostSend is held back only while an
+// application polls the device, and what is held goes out at the next
+// CQ poll (FlushPosts), when the poller blocks, or — with nobody polling —
+// from the flusher, soon.
+func TestDeferredPostsGoOut(t *testing.T) {
+	l := &sendLink{quietLink: newQuietLink(), sent: make(chan int, 64)}
+	d := Start(l, Options{})
+	defer d.Close()
+	h := d.Host()
+	qp, err := h.CreateQP(engine.QPConfig{Type: engine.QPTypeRC, MaxSendWR: 16, MaxRecvWR: 1, MaxSendSGE: 1, MaxInline: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.DestroyQP(qp)
+	now := Now()
+	peer := netip.MustParseAddr("127.0.0.2")
+	for _, m := range []struct {
+		a    engine.Attr
+		mask uint32
+	}{
+		{engine.Attr{State: engine.StateInit}, engine.AttrState},
+		{engine.Attr{State: engine.StateRTR, Remote: peer, PathMTU: 1024, DestQPN: 0x99}, engine.AttrState | engine.AttrAV | engine.AttrPathMTU | engine.AttrDestQPN},
+		{engine.Attr{State: engine.StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7}, engine.AttrState | engine.AttrTimeout | engine.AttrRetryCnt | engine.AttrRNRRetry},
+	} {
+		qp.Modify(now, &m.a, m.mask)
+	}
+	if st := qp.State(); st != engine.StateRTS {
+		t.Fatalf("QP in state %v, want RTS", st)
+	}
+	// post polls, then posts as the provider does when DeferPosts says so.
+	// (The time DeferPosts is asked about is the poll's own, so that a
+	// preempted test does not find the poll stale.)
+	post := func() {
+		t.Helper()
+		d.Poll()
+		lp := d.lastPoll.Load()
+		if lp == 0 || !d.DeferPosts(time.Unix(0, lp)) {
+			t.Fatal("DeferPosts = false right after a Poll")
+		}
+		if d.DeferPosts(time.Unix(0, lp+int64(deferWindow))) {
+			t.Fatalf("DeferPosts = true %v after the last Poll", deferWindow)
+		}
+		now := Now()
+		wr := engine.SendWR{Op: engine.WRSend} // zero-length: one packet
+		if _, err := qp.PostSendDeferred(now, []engine.SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-l.sent:
+			t.Fatalf("a deferred post went out at once (%d datagrams)", n)
+		default:
+		}
+		d.PostsDeferred(now)
+	}
+	sentWithin := func(what string, limit time.Duration) {
+		t.Helper()
+		select {
+		case <-l.sent:
+		case <-time.After(limit):
+			t.Fatalf("%s: the deferred post did not go out within %v", what, limit)
+		}
+	}
+
+	if d.DeferPosts(Now()) {
+		t.Fatal("DeferPosts = true with nobody polling")
+	}
+	post()
+	d.FlushPosts()
+	sentWithin("FlushPosts", time.Second)
+
+	post()
+	d.Blocking()
+	sentWithin("Blocking", time.Second)
+	if d.DeferPosts(Now()) {
+		t.Fatal("DeferPosts = true after Blocking")
+	}
+
+	post()
+	// Nobody polls again: the flusher sends it (it ticks every ackDelay).
+	sentWithin("the flusher", 5*time.Second)
+}
