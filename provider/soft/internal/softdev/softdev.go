@@ -83,7 +83,7 @@ type Device struct {
 	pollBackoff int32
 	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
 	// none are; flusherKick wakes ackFlusher when flusherIdle.
-	acksSince   atomic.Int64
+	acksSince atomic.Int64
 	// postsSince is when a PostSend first left its work requests for
 	// FlushPosts (UnixNano), 0 when none wait (see DeferPosts).
 	postsSince  atomic.Int64
