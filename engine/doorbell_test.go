@@ -33,16 +33,24 @@ func TestPostSendDeferred(t *testing.T) {
 		return SendWR{ID: id, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, off, 512),
 			RemoteAddr: p.mrb.Addr + uint64(off), RKey: p.mrb.RKey}
 	}
-	wrs := []SendWR{write(1, 0), write(2, 512)}
-	if n, err := p.a.PostSendDeferred(p.now, wrs); n != 2 || err != nil {
-		t.Fatalf("PostSendDeferred = %d, %v", n, err)
+	deferred := func(q *QP, wrs ...SendWR) {
+		t.Helper()
+		if n, err := q.PostSendDeferred(p.now, wrs); n != len(wrs) || err != nil {
+			t.Fatalf("PostSendDeferred = %d, %v; want %d, nil", n, err, len(wrs))
+		}
 	}
-	if n, err := a2.PostSendDeferred(p.now, []SendWR{write(3, 1024)}); n != 1 || err != nil {
-		t.Fatalf("PostSendDeferred (second QP) = %d, %v", n, err)
+	// A post to an idle QP goes out at once: nothing would join it.
+	deferred(p.a, write(1, 0))
+	deferred(a2, write(2, 512))
+	if len(p.la.q) != 2 || sends != 2 {
+		t.Fatalf("posts to idle QPs: %d datagrams in %d sends, want 2 in 2", len(p.la.q), sends)
 	}
-	if n, err := p.a.PostSendDeferred(p.now, []SendWR{write(4, 1536)}); n != 1 || err != nil {
-		t.Fatalf("PostSendDeferred (again) = %d, %v", n, err)
-	}
+	delivered := p.la.q
+	p.la.q, sends = nil, 0
+	// Behind outstanding ones, posts wait for FlushPosts.
+	deferred(p.a, write(3, 1024), write(4, 1536))
+	deferred(a2, write(5, 2048))
+	deferred(p.a, write(6, 2560))
 	if len(p.la.q) != 0 || sends != 0 {
 		t.Fatalf("deferred posts sent before FlushPosts: %d datagrams in %d sends", len(p.la.q), sends)
 	}
@@ -53,6 +61,7 @@ func TestPostSendDeferred(t *testing.T) {
 	if len(p.la.q) != 4 || sends != 1 {
 		t.Fatalf("FlushPosts sent %d datagrams in %d sends, want 4 in 1", len(p.la.q), sends)
 	}
+	p.la.q = append(delivered, p.la.q...)
 	p.ha.FlushPosts(p.now) // nothing left: no send
 	if sends != 1 {
 		t.Fatalf("an empty FlushPosts sent (%d sends)", sends)
@@ -65,26 +74,27 @@ func TestPostSendDeferred(t *testing.T) {
 		}
 		got[c.WRID] = true
 	}
-	if len(got) != 4 {
-		t.Fatalf("completions for %v, want 1–4", got)
+	if len(got) != 6 {
+		t.Fatalf("completions for %v, want 1–6", got)
 	}
-	for i := range 2048 {
+	for i := range 3072 {
 		if p.memb[i] != byte(i*3) {
 			t.Fatalf("byte %d not written", i)
 		}
 	}
 
 	// A later PostSendList sends what was deferred before it, in order.
-	must(t, func() error { _, err := p.a.PostSendDeferred(p.now, []SendWR{write(5, 2048)}); return err }())
-	if _, err := p.a.PostSendList(p.now, []SendWR{write(6, 2560)}); err != nil {
+	deferred(p.a, write(7, 3072))
+	deferred(p.a, write(8, 3584))
+	if _, err := p.a.PostSendList(p.now, []SendWR{write(9, 3584)}); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.la.q) != 2 {
-		t.Fatalf("PostSendList after a deferred post sent %d datagrams, want 2", len(p.la.q))
+	if len(p.la.q) != 3 {
+		t.Fatalf("PostSendList after a deferred post sent %d datagrams, want 3", len(p.la.q))
 	}
 	p.run(time.Second)
-	if c := p.acq.take(); len(c) != 2 || c[0].WRID != 5 || c[1].WRID != 6 {
-		t.Fatalf("completions %+v, want 5 then 6", c)
+	if c := p.acq.take(); len(c) != 3 || c[0].WRID != 7 || c[1].WRID != 8 || c[2].WRID != 9 {
+		t.Fatalf("completions %+v, want 7, 8, 9", c)
 	}
 	p.ha.FlushPosts(p.now) // a's stale doorbell entry: nothing to send
 	if len(p.la.q) != 0 {
@@ -92,7 +102,9 @@ func TestPostSendDeferred(t *testing.T) {
 	}
 
 	// Destroyed while on the doorbell list.
-	must(t, func() error { _, err := a2.PostSendDeferred(p.now, []SendWR{write(7, 3072)}); return err }())
+	deferred(a2, write(10, 0))
+	deferred(a2, write(11, 512))
+	p.la.q = nil
 	p.ha.DestroyQP(a2)
 	p.ha.FlushPosts(p.now)
 	if len(p.la.q) != 0 {

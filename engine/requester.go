@@ -133,17 +133,27 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 	return n, err
 }
 
-// PostSendDeferred queues work requests as PostSendList does but leaves
-// sending them to the next Host.FlushPosts (or to anything else that
-// moves the QP's send queue: an ACK that opens its window, a later
-// PostSendList). A caller that knows it will flush soon — a device whose
-// application is polling a CQ — lets several posts, on one QP or many, go
-// out in one batch: one system call and, for a run of same-size packets,
-// one GSO send, where each PostSendList makes its own.
+// PostSendDeferred queues work requests as PostSendList does but, while
+// earlier ones are still outstanding, leaves sending them to the next
+// Host.FlushPosts (or to anything else that moves the QP's send queue: an
+// ACK that opens its window, a later PostSendList). A caller that knows it
+// will flush soon — a device whose application is polling a CQ — lets a
+// stream's posts, on one QP or many, go out in one batch: one system call
+// and, for a run of same-size packets, one GSO send, where each
+// PostSendList makes its own. A post to an idle queue (a ping-pong's next
+// message) is sent at once: nothing would join it.
 func (qp *QP) PostSendDeferred(now time.Time, wrs []SendWR) (n int, err error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	idle := qp.sq.empty()
 	n, err = qp.queueSends(now, wrs)
+	if idle {
+		tx := qp.host.getTx()
+		qp.startSends(now, tx)
+		qp.host.flush(tx)
+		qp.host.putTx(tx)
+		return n, err
+	}
 	if n > 0 && !qp.rung {
 		qp.rung = true
 		h := qp.host

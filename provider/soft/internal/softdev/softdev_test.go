@@ -188,13 +188,20 @@ func TestDeferredPostsGoOut(t *testing.T) {
 	}{
 		{engine.Attr{State: engine.StateInit}, engine.AttrState},
 		{engine.Attr{State: engine.StateRTR, Remote: peer, PathMTU: 1024, DestQPN: 0x99}, engine.AttrState | engine.AttrAV | engine.AttrPathMTU | engine.AttrDestQPN},
-		{engine.Attr{State: engine.StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7}, engine.AttrState | engine.AttrTimeout | engine.AttrRetryCnt | engine.AttrRNRRetry},
+		{engine.Attr{State: engine.StateRTS, Timeout: 31, RetryCnt: 7, RNRRetry: 7}, engine.AttrState | engine.AttrTimeout | engine.AttrRetryCnt | engine.AttrRNRRetry},
 	} {
 		qp.Modify(now, &m.a, m.mask)
 	}
 	if st := qp.State(); st != engine.StateRTS {
 		t.Fatalf("QP in state %v, want RTS", st)
 	}
+	// One SEND that nobody acknowledges (and, at Timeout 31, nobody
+	// retransmits within hours): the posts below are behind it (a post to
+	// an idle QP is never held back).
+	if _, err := qp.PostSendList(now, []engine.SendWR{{Op: engine.WRSend}}); err != nil {
+		t.Fatal(err)
+	}
+	<-l.sent
 	// post polls, then posts as the provider does when DeferPosts says so.
 	// (The time DeferPosts is asked about is the poll's own, so that a
 	// preempted test does not find the poll stale.)
