@@ -365,12 +365,20 @@ func benchTCPPair(b *testing.B) (client, server net.Conn) {
 
 // BenchmarkTCPStream64KiB is the baseline of BenchmarkRCWrite64KiB: 64 KiB
 // writes on a Go TCP loopback connection, drained by a reader goroutine.
-func BenchmarkTCPStream64KiB(b *testing.B) {
-	const size = 64 << 10
+func BenchmarkTCPStream64KiB(b *testing.B) { benchTCPStream(b, 64<<10) }
+
+// BenchmarkTCPStream16KiB and BenchmarkTCPStream1MiB are the baselines of
+// BenchmarkUDPFloor16KiB and BenchmarkUDPFloor1MiB.
+func BenchmarkTCPStream16KiB(b *testing.B) { benchTCPStream(b, 16<<10) }
+func BenchmarkTCPStream1MiB(b *testing.B)  { benchTCPStream(b, 1<<20) }
+
+// benchTCPStream writes size bytes per op on a Go TCP loopback connection,
+// drained by a reader goroutine (into a buffer of max(size, 256 KiB)).
+func benchTCPStream(b *testing.B, size int) {
 	c, s := benchTCPPair(b)
 	done := make(chan error, 1)
 	go func() {
-		buf := make([]byte, 256<<10)
+		buf := make([]byte, max(size, 256<<10))
 		for {
 			if _, err := s.Read(buf); err != nil {
 				if errors.Is(err, io.EOF) {
@@ -382,7 +390,7 @@ func BenchmarkTCPStream64KiB(b *testing.B) {
 		}
 	}()
 	buf := make([]byte, size)
-	b.SetBytes(size)
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
