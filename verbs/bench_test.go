@@ -367,9 +367,10 @@ func benchTCPPair(b *testing.B) (client, server net.Conn) {
 // writes on a Go TCP loopback connection, drained by a reader goroutine.
 func BenchmarkTCPStream64KiB(b *testing.B) { benchTCPStream(b, 64<<10) }
 
-// BenchmarkTCPStream16KiB and BenchmarkTCPStream1MiB are the baselines of
-// BenchmarkUDPFloor16KiB and BenchmarkUDPFloor1MiB.
+// BenchmarkTCPStream16KiB, 32KiB and 1MiB are the baselines of
+// BenchmarkUDPFloor16KiB, 32KiB and 1MiB.
 func BenchmarkTCPStream16KiB(b *testing.B) { benchTCPStream(b, 16<<10) }
+func BenchmarkTCPStream32KiB(b *testing.B) { benchTCPStream(b, 32<<10) }
 func BenchmarkTCPStream1MiB(b *testing.B)  { benchTCPStream(b, 1<<20) }
 
 // benchTCPStream writes size bytes per op on a Go TCP loopback connection,

@@ -37,13 +37,15 @@ import (
 //     target of 1.0× TCP is beyond what RoCEv2 over UDP loopback allows.
 func BenchmarkUDPFloor64KiB(b *testing.B) { benchUDPFloor(b, 64<<10, 16) }
 
-// BenchmarkUDPFloor16KiB and BenchmarkUDPFloor1MiB are BenchmarkUDPFloor64KiB
-// for the sizes where rdma-bench -curve finds WRITE below TCP (beside
-// BenchmarkTCPStream16KiB and BenchmarkTCPStream1MiB): a 16 KiB WRITE is a
-// FIRST and three packets 16 bytes shorter, so no GSO run (equal sizes, a
-// shorter last) spans two of them; 1 MiB WRITEs are 256 packets, two
-// outstanding (the soft device's requester keeps at most 1 MiB in flight).
+// BenchmarkUDPFloor16KiB, BenchmarkUDPFloor32KiB and BenchmarkUDPFloor1MiB
+// are BenchmarkUDPFloor64KiB for sizes where rdma-bench -curve finds WRITE
+// below TCP (beside BenchmarkTCPStream16KiB, 32KiB and 1MiB): a 16 KiB WRITE
+// is a FIRST and three packets 16 bytes shorter, so no GSO run (equal
+// sizes, a shorter last) spans two messages; 1 MiB WRITEs are 256 packets,
+// two outstanding (the soft device's requester keeps at most 1 MiB in
+// flight).
 func BenchmarkUDPFloor16KiB(b *testing.B) { benchUDPFloor(b, 16<<10, 16) }
+func BenchmarkUDPFloor32KiB(b *testing.B) { benchUDPFloor(b, 32<<10, 16) }
 func BenchmarkUDPFloor1MiB(b *testing.B)  { benchUDPFloor(b, 1<<20, 2) }
 
 func benchUDPFloor(b *testing.B, payload, window int) {
