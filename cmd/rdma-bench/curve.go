@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -76,8 +77,9 @@ func printCurve(w io.Writer, c *Curve) {
 		100*c.MaxFall, sizeTitle(c.FallSize), sizeTitle(c.PeakSize))
 }
 
-// writeCurvePNG draws the two curves (medians) on one chart: bandwidth
-// against the message size on a log2 axis, with a grid.
+// writeCurvePNG draws the two curves (medians) on one chart: bandwidth on a
+// log axis (it spans two orders of magnitude) against the message size on
+// a log2 axis, with a grid.
 func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	if len(c.Sizes) == 0 {
 		return fmt.Errorf("no sizes measured")
@@ -96,22 +98,14 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	p.Y.Label.Text = "bandwidth [MiB/s]"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks(c.Sizes)
-	p.Y.Min = 0
-	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(lo, hi)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-			}
-		}
-		return ts
-	})
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.TickerFunc(ticks125)
 	p.Add(plotter.NewGrid())
 	for i, series := range []struct {
 		name string
 		v    func(Scenario) float64
 	}{
-		{"RDMA WRITE (" + rep.Device + ", 16 outstanding)", func(f Scenario) float64 { return f.Median.RDMA }},
+		{fmt.Sprintf("RDMA WRITE (%s, %d outstanding)", rep.Device, curveWindow), func(f Scenario) float64 { return f.Median.RDMA }},
 		{"Go TCP loopback stream, writes of the same size", func(f Scenario) float64 { return f.Median.TCP }},
 	} {
 		xy := make(plotter.XYs, 0, len(c.Sizes))
@@ -129,9 +123,27 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 		p.Add(l, pts)
 		p.Legend.Add(series.name, l, pts)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// Both curves rise with the size: the lower right is free.
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
 	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}
+
+// ticks125 puts a labelled tick at every 1, 2 and 5 times a power of ten
+// between lo and hi (plain numbers: 20, 500, 2000), for a log axis.
+func ticks125(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	if !(lo > 0) || !(hi >= lo) {
+		return nil
+	}
+	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * decade; v >= lo && v <= hi {
+				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
+	return ts
 }
 
 // sizeTicks labels every other measured size (64 B, 256 B, 1 KiB, ...):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,31 @@ func TestCurveFlags(t *testing.T) {
 		var stderr strings.Builder
 		if st := run(args, io.Discard, &stderr); st != 2 {
 			t.Errorf("%v: exit status %d, want 2", args, st)
+		}
+	}
+}
+
+func TestTicks125(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   []float64
+	}{
+		{15, 6000, []float64{20, 50, 100, 200, 500, 1000, 2000, 5000}},
+		{1, 10, []float64{1, 2, 5, 10}},
+		{0.3, 0.9, []float64{0.5}},
+		{0, 10, nil},  // not a log axis
+		{10, 1, nil},  // empty
+		{60, 70, nil}, // nothing of 1, 2, 5 inside
+	} {
+		var got []float64
+		for _, tk := range ticks125(c.lo, c.hi) {
+			if tk.Label == "" {
+				t.Errorf("ticks125(%v, %v): unlabelled tick %v", c.lo, c.hi, tk.Value)
+			}
+			got = append(got, tk.Value)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("ticks125(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
 		}
 	}
 }
