@@ -458,9 +458,11 @@ func (u *UDP) Send(batch []Datagram) error {
 	}
 	extra := *u.extra.Load()
 	for i := 0; i < len(batch); {
-		s := u.sockFor(batch[i].Src.Port(), extra)
+		port := batch[i].Src.Port()
+		s := u.sockFor(port, extra)
 		j := i + 1
-		for j < len(batch) && u.sockFor(batch[j].Src.Port(), extra) == s {
+		// A run of one QP's packets shares a port: no map look-up each.
+		for j < len(batch) && (batch[j].Src.Port() == port || u.sockFor(batch[j].Src.Port(), extra) == s) {
 			j++
 		}
 		if err := u.sendOn(s, batch[i:j]); err != nil {

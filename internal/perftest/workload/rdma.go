@@ -58,12 +58,11 @@ func SendStream(ctx context.Context, x *End, size, window int, b Budget) (Result
 }
 
 // stream posts op work requests of size bytes, each from its own slot of
-// x's memory (and, for WRITE and READ, to the same slot of the peer's), or,
-// when x's memory holds fewer than window slots, cycling through those
-// there are (as perftest's cycle buffer); all signaled, up to window
-// outstanding. It polls without pause,
-// as perftest's bandwidth tools do. between, if set, runs after every
-// poll: in one process it serves the receiving end.
+// x's memory (and, for WRITE and READ, to the same slot of the peer's) or,
+// when x's memory holds fewer than window slots, cycling through those it
+// has (as perftest's cycle buffer); all signaled, up to window outstanding.
+// It polls without pause, as perftest's bandwidth tools do. between, if
+// set, runs after every poll: in one process it serves the receiving end.
 func stream(ctx context.Context, x *End, op verbs.WROpcode, size, window int, b Budget, between func() error) (Result, error) {
 	slots := min(window, x.MR.Len()/max(size, 1))
 	if slots < 1 {

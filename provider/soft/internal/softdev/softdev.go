@@ -581,6 +581,7 @@ func pollBackoffFromEnv() int32 {
 func (d *Device) Close() error {
 	var err error
 	d.once.Do(func() {
+		d.FlushPosts() // posts a poller left waiting still go out
 		close(d.done)
 		unregister(d)
 		d.detach()
