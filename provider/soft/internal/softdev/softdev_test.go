@@ -254,3 +254,56 @@ func TestDeferredPostsGoOut(t *testing.T) {
 	// Nobody polls again: the flusher sends it (it ticks every ackDelay).
 	sentWithin("the flusher", 5*time.Second)
 }
+
+// spinLink delivers one datagram from its first blocking receive and
+// counts the non-waiting reads that follow; later blocking receives report
+// that they began and wait for Close.
+type spinLink struct {
+	*quietLink
+	mu    sync.Mutex
+	waits int
+	tries int
+}
+
+func (l *spinLink) ReceiveLocked(mu sync.Locker, b []link.Datagram) (int, error) {
+	l.mu.Lock()
+	l.waits++
+	first := l.waits == 1
+	l.mu.Unlock()
+	if first {
+		mu.Lock()
+		b[0].Buf = b[0].Buf[:20] // too short for a packet: counted, dropped
+		b[0].Src = netip.MustParseAddrPort("127.0.0.2:4791")
+		return 1, nil
+	}
+	l.entered <- struct{}{}
+	<-l.closed
+	return 0, link.ErrClosed
+}
+
+func (l *spinLink) TryReceive([]link.Datagram) (int, error) {
+	l.mu.Lock()
+	l.tries++
+	l.mu.Unlock()
+	return 0, nil
+}
+
+// TestSpinReceiveEnds: after a batch the receive goroutine reads the link
+// without waiting for a while, and then waits on it again: it never spins
+// for good on a link that has gone quiet.
+func TestSpinReceiveEnds(t *testing.T) {
+	l := &spinLink{quietLink: newQuietLink()}
+	d := Start(l, Options{})
+	defer d.Close()
+	select {
+	case <-l.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receive goroutine did not wait on the link again within 10 s of its last datagram")
+	}
+	l.mu.Lock()
+	tries := l.tries
+	l.mu.Unlock()
+	if tries == 0 && !pollOff {
+		t.Error("no read without waiting after a batch")
+	}
+}
