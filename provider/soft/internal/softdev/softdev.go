@@ -586,6 +586,9 @@ func (d *Device) Poll() bool {
 		return false
 	}
 	if !d.rxMu.TryLock() {
+		// The receive goroutine is reading the link (spinReceive):
+		// tell it a poller is here, and it leaves the link to us.
+		d.lastPoll.Store(Now().UnixNano())
 		return false
 	}
 	now := Now() // one clock read per attempt: it is on the latency path
