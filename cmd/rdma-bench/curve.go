@@ -123,10 +123,35 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 		p.Add(l, pts)
 		p.Legend.Add(series.name, l, pts)
 	}
+	// Labelled ticks at both ends of the axis.
+	p.Y.Min, p.Y.Max = round125(p.Y.Min, false), round125(p.Y.Max, true)
 	// Both curves rise with the size: the lower right is free.
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(10), vg.Points(10)
 	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}
+
+// round125 rounds v > 0 to the nearest 1, 2 or 5 times a power of ten at
+// or above it (up) or at or below it.
+func round125(v float64, up bool) float64 {
+	if !(v > 0) {
+		return v
+	}
+	decade := math.Pow(10, math.Floor(math.Log10(v)))
+	steps := []float64{1, 2, 5, 10}
+	if up {
+		for _, m := range steps {
+			if m*decade >= v*(1-1e-12) {
+				return m * decade
+			}
+		}
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i]*decade <= v*(1+1e-12) {
+			return steps[i] * decade
+		}
+	}
+	return decade
 }
 
 // ticks125 puts a labelled tick at every 1, 2 and 5 times a power of ten

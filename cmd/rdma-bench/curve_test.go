@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +94,27 @@ func TestTicks125(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("ticks125(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+func TestRound125(t *testing.T) {
+	for _, c := range []struct {
+		v        float64
+		up, want float64
+	}{
+		{4202, 5000, 2000},
+		{5000, 5000, 5000},
+		{49.7, 50, 20},
+		{1, 1, 1},
+		{0.03, 0.05, 0.02},
+		{999, 1000, 500},
+	} {
+		if got := round125(c.v, true); math.Abs(got-c.up) > 1e-9*c.up {
+			t.Errorf("round125(%v, up) = %v, want %v", c.v, got, c.up)
+		}
+		if got := round125(c.v, false); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("round125(%v, down) = %v, want %v", c.v, got, c.want)
 		}
 	}
 }
