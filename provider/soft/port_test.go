@@ -3,16 +3,26 @@ package soft
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rdma-go/rdma-go/provider"
 )
 
+// testDevSeq numbers the devices the tests add: the device list is the
+// process's, so a test run again (go test -count N) needs new names.
+var testDevSeq atomic.Int32
+
+// testDeviceName returns prefix and a number no other test device has.
+func testDeviceName(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, testDevSeq.Add(1)-1)
+}
+
 // TestPortDownEvent: when a running device's link fails, every open
 // context gets a PORT_ERR event and the port reports DOWN.
 func TestPortDownEvent(t *testing.T) {
-	dev, err := AddLoopbackDevice("porttest0")
+	dev, err := AddLoopbackDevice(testDeviceName("porttest"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +67,8 @@ func TestLoopbackGUIDs(t *testing.T) {
 	t.Setenv("RDMA_GO_SERVICE", "off")
 	var guids []uint64
 	var addrs []string
-	for i := range 2 {
-		dev, err := AddLoopbackDevice(fmt.Sprintf("guidtest%d", i))
+	for range 2 {
+		dev, err := AddLoopbackDevice(testDeviceName("guidtest"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,12 +93,12 @@ func TestLoopbackGUIDs(t *testing.T) {
 // Open fail with a message that names the variable.
 func TestICRCEnv(t *testing.T) {
 	t.Setenv("RDMA_GO_SERVICE", "off")
-	for i, c := range []struct {
+	for _, c := range []struct {
 		val string
 		ok  bool
 	}{{"verify", true}, {"auto", true}, {"", true}, {"off", false}} {
 		t.Setenv(ICRCEnv, c.val)
-		dev, err := AddLoopbackDevice(fmt.Sprintf("icrcenv%d", i))
+		dev, err := AddLoopbackDevice(testDeviceName("icrcenv"))
 		if err != nil {
 			t.Fatal(err)
 		}
