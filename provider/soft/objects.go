@@ -580,7 +580,7 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 		var err error
 		if now := softdev.Now(); q.ctx.run.DeferPosts(now) {
 			n, err = q.eqp.PostSendDeferred(now, s)
-			q.ctx.run.PostsDeferred(now)
+			q.ctx.run.PostsDeferred()
 		} else {
 			n, err = q.eqp.PostSendList(now, s)
 		}

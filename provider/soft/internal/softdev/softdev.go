@@ -85,11 +85,11 @@ type Device struct {
 	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
 	// none are; flusherKick wakes ackFlusher when flusherIdle.
 	acksSince atomic.Int64
-	// postsSince is when a PostSend first left its work requests for
-	// FlushPosts (UnixNano), 0 when none wait (see DeferPosts).
-	postsSince  atomic.Int64
-	flusherIdle atomic.Bool
-	flusherKick chan struct{}
+	// postsWaiting is set while PostSends have left work requests for
+	// FlushPosts (see DeferPosts).
+	postsWaiting atomic.Bool
+	flusherIdle  atomic.Bool
+	flusherKick  chan struct{}
 	// lastPoll is when Poll last read the link (UnixNano; 0 after
 	// Blocking): for pollHoldTime after it the receive goroutine does
 	// not wait on the link, but on loopKick and holdTimer.
@@ -441,10 +441,9 @@ func (d *Device) DeferPosts(now time.Time) bool {
 	return lp != 0 && now.UnixNano()-lp < int64(deferWindow)
 }
 
-// PostsDeferred records that a PostSend at now left work requests for
-// FlushPosts.
-func (d *Device) PostsDeferred(now time.Time) {
-	if d.postsSince.CompareAndSwap(0, now.UnixNano()) && d.flusherIdle.CompareAndSwap(true, false) {
+// PostsDeferred records that a PostSend left work requests for FlushPosts.
+func (d *Device) PostsDeferred() {
+	if d.postsWaiting.CompareAndSwap(false, true) && d.flusherIdle.CompareAndSwap(true, false) {
 		select {
 		case d.flusherKick <- struct{}{}:
 		default:
@@ -455,13 +454,13 @@ func (d *Device) PostsDeferred(now time.Time) {
 // FlushPosts sends the work requests that PostSends left waiting (see
 // DeferPosts). The soft provider calls it at every CQ poll.
 func (d *Device) FlushPosts() {
-	if d.postsSince.Load() != 0 {
+	if d.postsWaiting.Load() {
 		d.flushPosts()
 	}
 }
 
 func (d *Device) flushPosts() {
-	if d.postsSince.Swap(0) != 0 {
+	if d.postsWaiting.Swap(false) {
 		d.host.FlushPosts(Now())
 	}
 }
@@ -494,7 +493,7 @@ func (d *Device) ackFlusher() {
 	for {
 		if idle > 10 {
 			d.flusherIdle.Store(true)
-			if d.acksSince.Load() == 0 && d.postsSince.Load() == 0 {
+			if d.acksSince.Load() == 0 && !d.postsWaiting.Load() {
 				select {
 				case <-d.flusherKick:
 				case <-d.done:
@@ -509,14 +508,14 @@ func (d *Device) ackFlusher() {
 		case <-d.done:
 			return
 		}
-		posts := d.postsSince.Load()
-		if posts != 0 {
+		posts := d.postsWaiting.Load()
+		if posts {
 			// The poller that was to send them has not polled since:
 			// it blocks elsewhere, or has stopped.
 			d.FlushPosts()
 		}
 		since := d.acksSince.Load()
-		if since == 0 && posts == 0 {
+		if since == 0 && !posts {
 			idle++
 			continue
 		}

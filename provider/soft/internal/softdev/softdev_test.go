@@ -225,7 +225,7 @@ func TestDeferredPostsGoOut(t *testing.T) {
 			t.Fatalf("a deferred post went out at once (%d datagrams)", n)
 		default:
 		}
-		d.PostsDeferred(now)
+		d.PostsDeferred()
 	}
 	sentWithin := func(what string, limit time.Duration) {
 		t.Helper()
