@@ -224,12 +224,35 @@ func (t *MemTable) lookupLocked(key uint32) *MR {
 	}
 }
 
+// KeyCache remembers the last MR its owner (a QP, under the QP's lock)
+// resolved each way, so that a stream of work requests and packets naming
+// one MR resolves its key without the table's lock: a cached MR is used while
+// it is valid and its key is the one asked for. An MR's keys never change
+// and a deregistered MR is never valid again (registering anew makes a new
+// MR), so the cache can only answer what the table would. Memory windows,
+// whose keys and ranges a bind changes, are never cached. A deregistered MR
+// stays referenced until the owner's next look-up of another key.
+type KeyCache struct{ local, remote *MR }
+
 // Local resolves a local SGE: the key must be the L_Key of a valid MR in pd,
 // the range must lie inside it, and LOCAL_WRITE is required when write is set.
 func (t *MemTable) Local(pd uint32, sge SGE, write bool) ([]byte, error) {
-	mr := t.lookup(sge.LKey)
-	if mr == nil || mr.LKey != sge.LKey || !mr.valid.Load() || mr.mw != 0 {
-		return nil, errBadKey
+	return t.LocalCached(nil, pd, sge, write)
+}
+
+// LocalCached is Local through the key cache c (nil for none).
+func (t *MemTable) LocalCached(c *KeyCache, pd uint32, sge SGE, write bool) ([]byte, error) {
+	var mr *MR
+	if c != nil && c.local != nil && c.local.LKey == sge.LKey && c.local.valid.Load() {
+		mr = c.local
+	} else {
+		mr = t.lookup(sge.LKey)
+		if mr == nil || mr.LKey != sge.LKey || !mr.valid.Load() || mr.mw != 0 {
+			return nil, errBadKey
+		}
+		if c != nil {
+			c.local = mr
+		}
 	}
 	if mr.PD != pd {
 		return nil, errBadPD
@@ -245,6 +268,16 @@ func (t *MemTable) Local(pd uint32, sge SGE, write bool) ([]byte, error) {
 // through the QP it was bound to), in pd, that grants access, and
 // [va, va+n) must lie inside it.
 func (t *MemTable) Remote(pd, qpn, rkey uint32, va, n uint64, access uint32) ([]byte, error) {
+	return t.RemoteCached(nil, pd, qpn, rkey, va, n, access)
+}
+
+// RemoteCached is Remote through the key cache c (nil for none).
+func (t *MemTable) RemoteCached(c *KeyCache, pd, qpn, rkey uint32, va, n uint64, access uint32) ([]byte, error) {
+	if c != nil {
+		if mr := c.remote; mr != nil && mr.RKey == rkey && rkey != 0 && mr.valid.Load() && !mr.remoteInvalid.Load() {
+			return mr.remote(pd, va, n, access)
+		}
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	mr := t.lookupLocked(rkey)
@@ -254,6 +287,15 @@ func (t *MemTable) Remote(pd, qpn, rkey uint32, va, n uint64, access uint32) ([]
 	if mr.mw != 0 && (mr.parent == nil || !mr.parent.valid.Load() || (mr.mw == 2 && mr.boundQP != qpn)) {
 		return nil, errBadKey
 	}
+	if c != nil && mr.mw == 0 {
+		c.remote = mr
+	}
+	return mr.remote(pd, va, n, access)
+}
+
+// remote checks a remote access to [va, va+n) of mr, whose key was found
+// valid, and returns that range.
+func (mr *MR) remote(pd uint32, va, n uint64, access uint32) ([]byte, error) {
 	if mr.PD != pd {
 		return nil, errBadPD
 	}
@@ -265,11 +307,12 @@ func (t *MemTable) Remote(pd, qpn, rkey uint32, va, n uint64, access uint32) ([]
 
 // AllocMW allocates an unbound memory window of type 1 or 2 in pd.
 func (t *MemTable) AllocMW(pd uint32, typ uint8) *MR {
-	mw := t.Register(pd, nil, 0)
+	mw := &MR{PD: pd, mw: typ} // a window from the start, so no look-up sees an MR
 	t.mu.Lock()
-	mw.mw = typ
+	t.newKeyLocked(mw)
 	mw.RKey = mw.LKey
 	t.mu.Unlock()
+	mw.valid.Store(true)
 	return mw
 }
 

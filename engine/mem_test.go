@@ -269,3 +269,87 @@ func TestKeysGuessed(t *testing.T) {
 		t.Fatalf("%d of a million guesses hit a key", hits)
 	}
 }
+
+// TestKeyCache: a look-up through a KeyCache answers exactly what the table
+// answers, whatever happened to the MR since it was cached: deregistered,
+// remote access invalidated, asked for another PD, access or range, or a
+// memory window rebound.
+func TestKeyCache(t *testing.T) {
+	tb := NewMemTable()
+	buf := make([]byte, 4096)
+	all := uint32(AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessMWBind)
+	var c KeyCache
+	same := func(step string, pd uint32, key uint32, va, n uint64, access uint32) {
+		t.Helper()
+		wantL, wantLErr := tb.Local(pd, SGE{Addr: va, Length: uint32(n), LKey: key}, access&AccessLocalWrite != 0)
+		gotL, gotLErr := tb.LocalCached(&c, pd, SGE{Addr: va, Length: uint32(n), LKey: key}, access&AccessLocalWrite != 0)
+		if wantLErr != gotLErr || len(wantL) != len(gotL) || (len(gotL) > 0 && &wantL[0] != &gotL[0]) {
+			t.Errorf("%s: LocalCached = %d bytes, %v; Local = %d bytes, %v", step, len(gotL), gotLErr, len(wantL), wantLErr)
+		}
+		wantR, wantRErr := tb.Remote(pd, 7, key, va, n, access&^AccessLocalWrite)
+		gotR, gotRErr := tb.RemoteCached(&c, pd, 7, key, va, n, access&^AccessLocalWrite)
+		if wantRErr != gotRErr || len(wantR) != len(gotR) || (len(gotR) > 0 && &wantR[0] != &gotR[0]) {
+			t.Errorf("%s: RemoteCached = %d bytes, %v; Remote = %d bytes, %v", step, len(gotR), gotRErr, len(wantR), wantRErr)
+		}
+	}
+	mr := tb.Register(1, buf, all)
+	other := tb.Register(1, make([]byte, 64), AccessLocalWrite|AccessRemoteRead)
+	same("first use", 1, mr.LKey, mr.Addr+64, 128, AccessLocalWrite|AccessRemoteWrite)
+	if c.local != mr || c.remote != mr {
+		t.Fatalf("cache holds %p, %p; want %p", c.local, c.remote, mr)
+	}
+	same("cached", 1, mr.LKey, mr.Addr, 4096, AccessRemoteRead)
+	same("other PD", 2, mr.LKey, mr.Addr, 8, AccessRemoteRead)
+	same("out of range", 1, mr.LKey, mr.Addr+4090, 8, AccessRemoteRead)
+	same("before the MR", 1, mr.LKey, mr.Addr-1, 8, AccessRemoteRead)
+	same("wrong variant", 1, mr.LKey^1, mr.Addr, 8, AccessRemoteRead)
+	same("access not granted", 1, other.LKey, other.Addr, 8, AccessRemoteWrite)
+	same("another MR", 1, other.LKey, other.Addr, 8, AccessRemoteRead)
+	same("back", 1, mr.LKey, mr.Addr, 8, AccessRemoteRead)
+	if err := tb.Invalidate(1, mr.RKey); err != nil {
+		t.Fatal(err)
+	}
+	same("remote access invalidated", 1, mr.LKey, mr.Addr, 8, AccessRemoteRead)
+	tb.Deregister(mr)
+	same("deregistered", 1, mr.LKey, mr.Addr, 8, AccessRemoteRead)
+	mr2 := tb.Register(1, buf, all)
+	same("registered again", 1, mr2.LKey, mr2.Addr, 8, AccessRemoteRead)
+
+	// Windows are never cached: a bind changes what their keys reach.
+	for _, typ := range []uint8{1, 2} {
+		mw := tb.AllocMW(1, typ)
+		if mw.mw != typ || !mw.IsWindow() {
+			t.Fatalf("AllocMW(%d) made a window of type %d", typ, mw.mw)
+		}
+		bind := func(i int, length uint64) uint32 {
+			t.Helper()
+			key := tb.CurrentRKey(mw)
+			if typ == 2 {
+				key = key&^0xFF | uint32(i)
+			}
+			b := Bind{MW: mw, RKey: key, MR: mr2, Addr: mr2.Addr + 256, Length: length, Access: AccessRemoteRead}
+			if err := tb.BindMW(1, 7, &b); err != nil {
+				t.Fatalf("type %d bind %d: %v", typ, i, err)
+			}
+			return tb.CurrentRKey(mw)
+		}
+		check := func(step string, key uint32) {
+			t.Helper()
+			same(fmt.Sprintf("type %d window, %s", typ, step), 1, key, mr2.Addr+256, 8, AccessRemoteRead)
+			if c.remote == mw || c.local == mw {
+				t.Fatalf("type %d window cached", typ)
+			}
+		}
+		k1 := bind(1, 1024)
+		check("bound", k1)
+		if typ == 1 {
+			bind(2, 0)
+		} else if err := tb.Invalidate(1, k1); err != nil {
+			t.Fatal(err)
+		}
+		check("unbound", k1)
+		k3 := bind(3, 512)
+		check("bound again", k3)
+		check("bound again, old key", k1)
+	}
+}

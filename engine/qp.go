@@ -110,6 +110,9 @@ type QP struct {
 	// the rxe-style choice; see link.Link.SourcePort).
 	sport uint16
 	mtu   int
+	// keys caches the MRs last named by this QP's work requests and by
+	// its peer's requests (see KeyCache).
+	keys KeyCache
 
 	sq  sendQueue
 	rq  recvQueue

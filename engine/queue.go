@@ -251,7 +251,7 @@ func (qp *QP) PostRecv(now time.Time, wr *RecvWR) error {
 	r := qp.rq.push()
 	r.id = wr.ID
 	for _, sge := range wr.SGL {
-		b, err := qp.host.mem.Local(qp.cfg.PD, sge, true)
+		b, err := qp.host.mem.LocalCached(&qp.keys, qp.cfg.PD, sge, true)
 		if err != nil {
 			qp.rq.tail--
 			return fmt.Errorf("engine: receive SGE (addr 0x%x, length %d, lkey 0x%x): %w", sge.Addr, sge.Length, sge.LKey, err)

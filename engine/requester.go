@@ -223,7 +223,7 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 				qp.sq.tail--
 				return ErrInline
 			}
-			src, err := qp.host.mem.Local(qp.cfg.PD, sge, false)
+			src, err := qp.host.mem.LocalCached(&qp.keys, qp.cfg.PD, sge, false)
 			if err != nil {
 				// Inline data is copied from plain memory: an L_Key is
 				// not needed, but the range must still be registered
@@ -235,7 +235,7 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 			w.inline = append(w.inline, src...)
 			continue
 		}
-		b, err := qp.host.mem.Local(qp.cfg.PD, sge, scatter)
+		b, err := qp.host.mem.LocalCached(&qp.keys, qp.cfg.PD, sge, scatter)
 		if err != nil {
 			w.status = StatusLocProtErr
 			break

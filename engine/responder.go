@@ -335,7 +335,7 @@ func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		}
 		var buf []byte
 		if total > 0 {
-			b, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
+			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
 			if err != nil {
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 				return false
@@ -386,7 +386,7 @@ func (qp *QP) executeRead(now time.Time, p *wire.Packet, tx *txBatch) {
 		return
 	}
 	if total > 0 {
-		if _, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
+		if _, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
 			qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 			return
 		}
@@ -443,7 +443,7 @@ func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
 		}
 		var src []byte
 		if n > 0 {
-			b, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
+			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
 			if err != nil {
 				c.active, s.dropped = false, false
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
@@ -486,7 +486,7 @@ func (qp *QP) executeAtomic(now time.Time, p *wire.Packet, tx *txBatch) {
 		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 		return
 	}
-	w, err := qp.host.mem.Remote(qp.cfg.PD, qp.qpn, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
+	w, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
 	if err != nil {
 		qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 		return

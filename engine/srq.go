@@ -14,6 +14,7 @@ type SRQ struct {
 	Owner any
 
 	mu     sync.Mutex
+	keys   KeyCache // the MR last named by a receive, under mu
 	rq     recvQueue
 	maxSGE int
 	limit  int // SRQ limit; 0 means disarmed
@@ -41,7 +42,7 @@ func (s *SRQ) PostRecv(wr *RecvWR) error {
 	r := s.rq.push()
 	r.id = wr.ID
 	for _, sge := range wr.SGL {
-		b, err := s.host.mem.Local(s.pd, sge, true)
+		b, err := s.host.mem.LocalCached(&s.keys, s.pd, sge, true)
 		if err != nil {
 			s.rq.tail--
 			return fmt.Errorf("engine: receive SGE (addr 0x%x, length %d, lkey 0x%x): %w", sge.Addr, sge.Length, sge.LKey, err)

@@ -100,6 +100,11 @@ func crcRaw(s uint32, p []byte) uint32 {
 			crcTab[3][p[4]] ^ crcTab[2][p[5]] ^ crcTab[1][p[6]] ^ crcTab[0][p[7]]
 		p = p[8:]
 	}
+	if len(p) >= 4 { // slicing by 4: packets are whole words, so often all that is left
+		s ^= binary.LittleEndian.Uint32(p)
+		s = crcTab[3][s&0xFF] ^ crcTab[2][s>>8&0xFF] ^ crcTab[1][s>>16&0xFF] ^ crcTab[0][s>>24]
+		p = p[4:]
+	}
 	for _, b := range p {
 		s = crcTab[0][byte(s)^b] ^ s>>8
 	}
