@@ -482,16 +482,34 @@ func (h *Host) count(c *atomic.Uint64) { c.Add(1) }
 type txBatch struct {
 	h     *Host
 	dg    []link.Datagram
-	store [][]byte
+	store [][]byte // a buffer per datagram, for packets longer than smallPacket
+	// arena holds the batch's short packets back to back, so that a run of
+	// them sent as one GSO message is one iovec: the kernel's copy per
+	// iovec cost more than the copy of a short packet itself.
+	arena []byte
+	used  int             // bytes of arena taken
 	seal  wire.ICRCSealer // the pseudo header's CRC, kept while a QP's packets stay one size
 }
 
+// smallPacket is the longest packet a txBatch places in its arena.
+const smallPacket = 256
+
 func newTxBatch(h *Host, n int) *txBatch {
-	t := &txBatch{h: h, dg: make([]link.Datagram, 0, n), store: make([][]byte, n)}
+	t := &txBatch{h: h, dg: make([]link.Datagram, 0, n), store: make([][]byte, n), arena: make([]byte, n*smallPacket)}
 	for i := range t.store {
 		t.store[i] = make([]byte, maxPacket)
 	}
 	return t
+}
+
+// buf returns the buffer for the next datagram, n bytes long.
+func (t *txBatch) buf(n int) []byte {
+	if n <= smallPacket {
+		b := t.arena[t.used : t.used+n : t.used+n]
+		t.used += n
+		return b
+	}
+	return t.store[len(t.dg)][:n]
 }
 
 func (h *Host) getTx() *txBatch  { return h.txPool.Get().(*txBatch) }
@@ -503,7 +521,7 @@ func (t *txBatch) packet(qp *QP, op wire.Opcode, n int) []byte {
 	if len(t.dg) == cap(t.dg) {
 		t.h.flush(t)
 	}
-	b := t.store[len(t.dg)][:wire.PacketLen(op, n)]
+	b := t.buf(wire.PacketLen(op, n))
 	clear(b[:op.HdrLen()])
 	clear(b[len(b)-wire.ICRCLen-wire.Pad(n):])
 	return b
@@ -548,4 +566,5 @@ func (h *Host) flush(t *txBatch) {
 	}
 	clear(t.dg)
 	t.dg = t.dg[:0]
+	t.used = 0
 }

@@ -393,18 +393,19 @@ func (u *UDP) sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 // (head, payload, tail); a message covers one datagram, or a GSO run of
 // consecutive ones.
 type sendState struct {
-	hs    [maxBatch]unix.Mmsghdr
-	iov   [3 * maxBatch]unix.Iovec // up to three per datagram (Datagram.Payload)
-	niov  int                      // iovecs packed
-	names [maxBatch]unix.RawSockaddrInet6
-	ctl   [maxBatch][ctlWords]uint64 // UDP_SEGMENT control message of a GSO message
-	first [maxBatch]int              // the chunk index of each message's first datagram
-	segs  [maxBatch]int              // the datagrams in each message
-	off   int                        // first message to send
-	m     int                        // number of messages packed
-	n     int
-	errno syscall.Errno
-	fn    func(fd uintptr) bool // bound run, made once
+	hs     [maxBatch]unix.Mmsghdr
+	iov    [3 * maxBatch]unix.Iovec // up to three per datagram (Datagram.Payload)
+	niov   int                      // iovecs packed
+	msgIov int                      // the first iovec of the message being packed
+	names  [maxBatch]unix.RawSockaddrInet6
+	ctl    [maxBatch][ctlWords]uint64 // UDP_SEGMENT control message of a GSO message
+	first  [maxBatch]int              // the chunk index of each message's first datagram
+	segs   [maxBatch]int              // the datagrams in each message
+	off    int                        // first message to send
+	m      int                        // number of messages packed
+	n      int
+	errno  syscall.Errno
+	fn     func(fd uintptr) bool // bound run, made once
 }
 
 var sendPool = sync.Pool{New: func() any {
@@ -548,6 +549,7 @@ func (u *UDP) retag(run []Datagram, undo bool) {
 // holds more than one datagram.
 func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
 	first := s.niov
+	s.msgIov = first
 	for x := i; x < j; x++ {
 		if d := &chunk[x]; d.Payload != nil {
 			s.addIov(d.Buf[:d.PayloadAt])
@@ -600,10 +602,19 @@ func (u *UDP) pack(s *sendState, m int, chunk []Datagram, i, j int) {
 }
 
 // addIov appends b to the iovecs of the messages being packed; an empty
-// part takes none (the kernel takes empty ones, but they are not needed).
+// part takes none (the kernel takes empty ones, but they are not needed),
+// and a part that continues the message's last iovec in memory extends it
+// (the kernel copies per iovec, and short packets laid out back to back
+// then cost one copy per GSO message).
 func (s *sendState) addIov(b []byte) {
 	if len(b) == 0 {
 		return
+	}
+	if s.niov > s.msgIov {
+		if v := &s.iov[s.niov-1]; uintptr(unsafe.Pointer(v.Base))+uintptr(v.Len) == uintptr(unsafe.Pointer(&b[0])) {
+			v.SetLen(int(v.Len) + len(b))
+			return
+		}
 	}
 	v := &s.iov[s.niov]
 	v.Base = &b[0]

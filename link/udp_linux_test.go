@@ -702,6 +702,49 @@ func roceBatch(a, b *UDP, sizes []int) []Datagram {
 	return ds
 }
 
+// TestPackIovecs: pack gives a message one iovec per datagram part, except
+// that parts following each other in memory share one, and never across
+// two messages.
+func TestPackIovecs(t *testing.T) {
+	u := &UDP{is4: true}
+	dst := netip.MustParseAddrPort("127.0.0.1:4791")
+	arena := make([]byte, 400)
+	run := func(bufs ...[]byte) []Datagram {
+		var ds []Datagram
+		for _, b := range bufs {
+			ds = append(ds, Datagram{Buf: b, Dst: dst})
+		}
+		return ds
+	}
+	apart := func(n int) []byte { return make([]byte, n) }
+	for _, c := range []struct {
+		name  string
+		msgs  [][]Datagram
+		iovs  []int // per message
+		lens0 int   // the first iovec's length
+	}{
+		{"back to back", [][]Datagram{run(arena[0:40:40], arena[40:80:80], arena[80:120:120])}, []int{1}, 120},
+		{"apart", [][]Datagram{run(apart(40), apart(40), apart(40))}, []int{3}, 40},
+		{"a gap", [][]Datagram{run(arena[0:40:40], arena[41:81:81])}, []int{2}, 40},
+		{"two messages", [][]Datagram{run(arena[0:40:40], arena[40:80:80]), run(arena[80:120:120], arena[120:160:160])}, []int{1, 1}, 80},
+		{"parts", [][]Datagram{{{Buf: arena[0:12:12], Payload: apart(8), PayloadAt: 12, Dst: dst}}}, []int{2}, 12},
+	} {
+		s := new(sendState)
+		for m, ds := range c.msgs {
+			u.pack(s, m, ds, 0, len(ds))
+			s.m = m + 1
+		}
+		for m := range c.msgs {
+			if got := int(s.hs[m].Hdr.Iovlen); got != c.iovs[m] {
+				t.Errorf("%s: message %d has %d iovecs, want %d", c.name, m, got, c.iovs[m])
+			}
+		}
+		if got := int(s.iov[0].Len); got != c.lens0 {
+			t.Errorf("%s: first iovec %d bytes, want %d", c.name, got, c.lens0)
+		}
+	}
+}
+
 func TestGSORun(t *testing.T) {
 	d1, d2 := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.2:1")
 	mk := func(dst netip.AddrPort, sizes ...int) []Datagram {
@@ -751,9 +794,11 @@ func TestGSORun(t *testing.T) {
 // (Datagram.Payload), as a device sends them from its memory.
 func TestUDPGSO(t *testing.T) {
 	for _, fam := range []struct{ a, b string }{{"127.0.0.1", "127.0.0.2"}, {"::1", "::1"}} {
-		for _, c := range []struct{ gro, parts bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		for _, c := range []struct{ gro, parts, contig bool }{
+			{true, false, false}, {false, false, false}, {true, true, false}, {false, true, false}, {true, false, true}, {false, false, true},
+		} {
 			gro := c.gro
-			t.Run(fmt.Sprintf("%s/gro=%v/parts=%v", fam.a, gro, c.parts), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/gro=%v/parts=%v/contiguous=%v", fam.a, gro, c.parts, c.contig), func(t *testing.T) {
 				a := listenTest(t, fam.a, UDPOptions{GSO: GSOOn})
 				b := listenTest(t, fam.b, UDPOptions{GSO: GSOOff, GRO: gro})
 				if !a.gso.Load() {
@@ -762,6 +807,20 @@ func TestUDPGSO(t *testing.T) {
 				sizes := []int{1024, 1024, 1024, 100, 1024, 1024, 8, 8, 8, 8}
 				runs := [][2]int{{0, 4}, {4, 7}, {7, 10}} // [first, end) of each GSO run: a shorter datagram ends one
 				out := roceBatch(a, b, sizes)
+				if c.contig {
+					// All datagrams back to back in one array, as the
+					// engine lays out short packets: a GSO run's become
+					// one iovec, and no two runs may share one.
+					var all []byte
+					for i := range out {
+						all = append(all, out[i].Buf...)
+					}
+					for i, off := 0, 0; i < len(out); i++ {
+						n := len(out[i].Buf)
+						out[i].Buf = all[off : off+n : off+n]
+						off += n
+					}
+				}
 				if c.parts {
 					for i := range out {
 						// Head BTH, payload elsewhere, then pad and ICRC.

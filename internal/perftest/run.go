@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -120,7 +123,33 @@ func Main(t Test, args []string, stdout, stderr io.Writer, opts Options) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if path := os.Getenv("RDMA_GO_CPUPROFILE"); path != "" {
+		if stopProfile, err := startCPUProfile(path); err != nil {
+			fmt.Fprintf(stderr, " RDMA_GO_CPUPROFILE: %v\n", err)
+		} else {
+			defer stopProfile()
+		}
+	}
 	return run(ctx, t, prog, args, stdout, stderr, opts, true)
+}
+
+// startCPUProfile writes a pprof CPU profile of the process to path, with
+// "%p" in it replaced by the process ID (so that a server and a client
+// started alike write two files), until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func isTestBinary(name string) bool {

@@ -176,7 +176,10 @@ func (q *cq) Push(c *engine.Completion) bool {
 func (q *cq) Poll(wc []provider.WC) (int, error) {
 	q.ctx.run.FlushPosts()
 	n, err := q.poll(wc)
-	if n == 0 && err == nil && len(wc) > 0 && q.ctx.run.Poll() {
+	switch {
+	case n > 0:
+		q.ctx.run.Polled()
+	case err == nil && len(wc) > 0 && q.ctx.run.Poll():
 		n, err = q.poll(wc)
 	}
 	return n, err

@@ -441,6 +441,15 @@ func (d *Device) DeferPosts(now time.Time) bool {
 	return lp != 0 && now.UnixNano()-lp < int64(deferWindow)
 }
 
+// Polled records that a CQ poll found completions without asking the
+// device (Poll) to read the link: the application is polling all the same,
+// and DeferPosts should keep holding its posts for the next poll.
+func (d *Device) Polled() {
+	if d.poller != nil && !pollOff {
+		d.lastPoll.Store(Now().UnixNano())
+	}
+}
+
 // PostsDeferred records that a PostSend left work requests for FlushPosts.
 func (d *Device) PostsDeferred() {
 	if d.postsWaiting.CompareAndSwap(false, true) && d.flusherIdle.CompareAndSwap(true, false) {
