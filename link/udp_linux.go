@@ -91,13 +91,17 @@ func setSocketOptions(fd uintptr, o sockOpts, log *slog.Logger) (gso bool, err e
 
 // recvState is the preallocated scratch space of Receive.
 type recvState struct {
-	hs       []unix.Mmsghdr
-	iov      []unix.Iovec
-	names    []unix.RawSockaddrInet6
-	ctl      [][ctlWords]uint64 // each message's control buffer (UDP_GRO), with GRO on
-	vlen     int
-	n        int
-	filled   int // messages the last read filled in (their output fields are stale)
+	hs    []unix.Mmsghdr
+	iov   []unix.Iovec
+	names []unix.RawSockaddrInet6
+	ctl   [][ctlWords]uint64 // each message's control buffer (UDP_GRO), with GRO on
+	vlen  int
+	n     int
+	// filled bounds the messages whose output fields a read wrote since
+	// arm last reset them: the first filled. A read with a shorter batch
+	// leaves the slots beyond it as they were, so this is a high-water
+	// mark, not the last read's count.
+	filled   int
 	errno    syscall.Errno
 	fn       func(uintptr) bool // bound run, made once
 	lockedFn func(uintptr) bool // bound runLocked, made once
@@ -304,7 +308,9 @@ func (u *UDP) receiveMode(r *recvState, batch []Datagram, mode int) (int, error)
 		n := min(len(batch), len(r.hs))
 		r.arm(batch[:n])
 		r.vlen = n
-		r.filled = n // until the read says how many it filled
+		if r.filled <= n {
+			r.filled = 0 // arm reset them all
+		}
 		var err error
 		r.u, r.n, r.errno = u, 0, 0
 		switch mode {
@@ -316,7 +322,9 @@ func (u *UDP) receiveMode(r *recvState, batch []Datagram, mode int) (int, error)
 			err = u.sys.rc.Read(r.lockedFn)
 		}
 		if err == nil && r.errno == 0 {
-			r.filled = r.n
+			r.filled = max(r.filled, r.n)
+		} else {
+			r.filled = max(r.filled, n) // the kernel may have written any
 		}
 		if r.errno == unix.EBADF && u.closed.Load() {
 			r.errno, err = 0, net.ErrClosed

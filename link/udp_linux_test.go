@@ -1086,3 +1086,63 @@ func BenchmarkTryReceiveEmpty(b *testing.B) {
 		}
 	}
 }
+
+// TestReceiveShorterBatch: a read with a shorter batch between two with a
+// longer one, over the same buffers, leaves nothing stale in the slots it
+// did not cover: a GRO datagram that lands in one of them later still
+// reports its segment size (a stale control-buffer length hid it once, and
+// a 64 KiB super-datagram went up as one packet).
+func TestReceiveShorterBatch(t *testing.T) {
+	a := listenTest(t, "127.0.0.1", UDPOptions{GSO: GSOOn})
+	b := listenTest(t, "127.0.0.2", UDPOptions{GSO: GSOOff, GRO: true})
+	if !a.gso.Load() {
+		t.Skip("no UDP GSO in this kernel")
+	}
+	batch := make([]Datagram, 8)
+	for i := range batch {
+		batch[i].Buf = make([]byte, 0, MaxDatagram)
+	}
+	// read receives exactly want datagrams (coalesced ones count once)
+	// into batch[:n] with TryReceive. (Loopback queues a send's datagrams
+	// before it returns, so one read normally takes them all, as the test
+	// means; if the kernel was slower, later reads start further into
+	// batch, and the test checks less, but never fails for it.)
+	read := func(n, want int) []Datagram {
+		t.Helper()
+		deadline := time.Now().Add(testTimeout)
+		for got := 0; ; {
+			k, err := b.TryReceive(batch[got:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got += k; got >= want {
+				if got > want {
+					t.Fatalf("received %d datagrams, want %d", got, want)
+				}
+				return batch[:got]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("received %d of %d datagrams", got, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	send := func(sizes ...int) {
+		t.Helper()
+		if err := a.Send(roceBatch(a, b, sizes)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(100, 200, 300, 400, 500, 600) // six single datagrams: slots 0–5 filled, no GRO
+	time.Sleep(20 * time.Millisecond)  // all queued before the read
+	read(8, 6)
+	send(100)
+	read(2, 1)           // a shorter batch: slots 2–5 are left as the first read left them
+	send(100, 200, 300)  // three singles...
+	send(64, 64, 64, 64) // ... then a run the receiver gets coalesced
+	time.Sleep(20 * time.Millisecond)
+	got := read(8, 4)
+	if d := got[3]; d.SegSize != wire.PacketLen(wire.RCWriteMiddle, 64) || len(d.Buf) != 4*d.SegSize {
+		t.Fatalf("the coalesced run: %d bytes, segment size %d; want 4 segments of %d", len(d.Buf), d.SegSize, wire.PacketLen(wire.RCWriteMiddle, 64))
+	}
+}
