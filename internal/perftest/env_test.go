@@ -1,7 +1,10 @@
 package perftest
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,5 +23,27 @@ func TestEnvironment(t *testing.T) {
 		if !strings.HasPrefix(e.Kernel, "Darwin ") {
 			t.Errorf("kernel %q, want uname's Darwin ...", e.Kernel)
 		}
+	}
+}
+
+// TestStartCPUProfile: RDMA_GO_CPUPROFILE's file gets the process ID for
+// %p and holds a profile (gzip-compressed protobuf) once stopped; a path
+// that cannot be created is an error, not a silent no-op.
+func TestStartCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	stop, err := startCPUProfile(filepath.Join(dir, "prof.%p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b, err := os.ReadFile(filepath.Join(dir, "prof."+strconv.Itoa(os.Getpid())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile of %d bytes does not start as gzip", len(b))
+	}
+	if _, err := startCPUProfile(filepath.Join(dir, "missing", "prof")); err == nil {
+		t.Fatal("a profile in a missing directory started")
 	}
 }
