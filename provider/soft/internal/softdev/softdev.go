@@ -93,7 +93,12 @@ type Device struct {
 	// lastPoll is when Poll last read the link (UnixNano; 0 after
 	// Blocking): for pollHoldTime after it the receive goroutine does
 	// not wait on the link, but on loopKick and holdTimer.
-	lastPoll  atomic.Int64
+	lastPoll atomic.Int64
+	// polled says a CQ poll found completions since DeferPosts last
+	// looked (Polled): DeferPosts then dates that poll with its own clock
+	// reading, so a poll that finds work reads no clock (a clock read is
+	// a system call on some machines).
+	polled    atomic.Bool
 	loopKick  chan struct{}
 	holdTimer *time.Timer
 	// detach ends the capture package's knowledge of this device's
@@ -258,6 +263,7 @@ func (d *Device) pollHold() time.Duration {
 func (d *Device) Blocking() {
 	d.FlushPosts()
 	d.FlushAcks()
+	d.polled.Store(false)
 	if d.lastPoll.Load() != 0 {
 		d.lastPoll.Store(0)
 		select {
@@ -437,6 +443,10 @@ func (d *Device) DeferPosts(now time.Time) bool {
 	if d.poller == nil || pollOff {
 		return false
 	}
+	if d.polled.Load() && d.polled.Swap(false) {
+		d.lastPoll.Store(now.UnixNano())
+		return true
+	}
 	lp := d.lastPoll.Load()
 	return lp != 0 && now.UnixNano()-lp < int64(deferWindow)
 }
@@ -445,8 +455,8 @@ func (d *Device) DeferPosts(now time.Time) bool {
 // device (Poll) to read the link: the application is polling all the same,
 // and DeferPosts should keep holding its posts for the next poll.
 func (d *Device) Polled() {
-	if d.poller != nil && !pollOff {
-		d.lastPoll.Store(Now().UnixNano())
+	if d.poller != nil && !pollOff && !d.polled.Load() {
+		d.polled.Store(true)
 	}
 }
 

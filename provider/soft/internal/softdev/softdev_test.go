@@ -307,3 +307,38 @@ func TestSpinReceiveEnds(t *testing.T) {
 		t.Error("no read without waiting after a batch")
 	}
 }
+
+// TestPolledCountsAsPoll: a CQ poll that found completions (Polled, which
+// reads no clock) makes the next DeferPosts hold posts and date the poll
+// with its own time; the flag is used once, and a poller that blocks
+// clears it.
+func TestPolledCountsAsPoll(t *testing.T) {
+	l := &sendLink{quietLink: newQuietLink(), sent: make(chan int, 64)}
+	d := Start(l, Options{})
+	defer d.Close()
+	if pollOff {
+		t.Skip("RDMA_GO_POLL=off")
+	}
+	now := time.Unix(1000, 0)
+	if d.DeferPosts(now) {
+		t.Fatal("DeferPosts = true with no poll at all")
+	}
+	d.Polled()
+	if !d.DeferPosts(now) {
+		t.Fatal("DeferPosts = false after Polled")
+	}
+	if lp := d.lastPoll.Load(); lp != now.UnixNano() {
+		t.Fatalf("the poll is dated %d, want the post's time %d", lp, now.UnixNano())
+	}
+	if !d.DeferPosts(now.Add(deferWindow / 2)) {
+		t.Fatal("DeferPosts = false within the window of the dated poll")
+	}
+	if d.DeferPosts(now.Add(deferWindow)) {
+		t.Fatal("DeferPosts = true a window after the dated poll: Polled counted twice")
+	}
+	d.Polled()
+	d.Blocking()
+	if d.DeferPosts(now.Add(2 * deferWindow)) {
+		t.Fatal("DeferPosts = true after the poller blocked")
+	}
+}
