@@ -279,3 +279,87 @@ func floorLink(b *testing.B, addr string) *link.UDP {
 	b.Fatalf("no free port on %s: %v", addr, err)
 	return nil
 }
+
+// BenchmarkUDPFloorPingPong8B is the floor under an 8-byte SEND ping-pong
+// (ib_send_lat) for any RoCEv2 device over UDP sockets that polls, as the
+// soft device does: a SEND ONLY packet with 8 bytes of payload, prebuilt
+// (no CRC computed, no transport, no ACK), goes from one link.UDP to
+// another and back; each side spins on TryReceive (a non-blocking
+// recvmmsg) and sends the reply with one sendmmsg. One op is one round
+// trip; ns/one-way is half of it, ib_send_lat's t_typical. A device that
+// polls its socket cannot go below this; kernel rxe, whose completions
+// reach user space through shared memory, has no system call on its
+// receive path, so on a machine where system calls are slow (an emulated
+// guest) this floor can lie above rxe's latency.
+func BenchmarkUDPFloorPingPong8B(b *testing.B) {
+	x, y := floorLink(b, "127.0.0.1"), floorLink(b, "127.0.0.2")
+	const size = 12 + 8 + 4 // BTH, payload, ICRC
+	packet := func(dst netip.AddrPort) []link.Datagram {
+		d := []link.Datagram{{Buf: make([]byte, size), Dst: dst}}
+		wire.BTH(d[0].Buf).Encode(wire.RCSendOnly, false, 0, 0x12, true, 0)
+		return d
+	}
+	// spin receives one datagram on u, polling without waiting, until
+	// deadline.
+	spin := func(u *link.UDP, batch []link.Datagram, deadline time.Time) error {
+		for i := 0; ; i++ {
+			n, err := u.TryReceive(batch)
+			if err != nil || n > 0 {
+				return err
+			}
+			if i%1024 == 0 && time.Now().After(deadline) {
+				return errors.New("no reply within the deadline")
+			}
+		}
+	}
+	newBatch := func() []link.Datagram {
+		batch := make([]link.Datagram, 1)
+		batch[0].Buf = make([]byte, link.MaxDatagram)
+		return batch
+	}
+	deadline := time.Now().Add(time.Minute) // bounded even if one side stops
+	toX, toY := packet(x.LocalAddr()), packet(y.LocalAddr())
+	echoErr := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		batch := newBatch()
+		for {
+			select {
+			case <-stop:
+				echoErr <- nil
+				return
+			default:
+			}
+			if err := spin(y, batch, deadline); err != nil {
+				echoErr <- err
+				return
+			}
+			batch[0].Buf = batch[0].Buf[:cap(batch[0].Buf)]
+			if err := y.Send(toX); err != nil {
+				echoErr <- err
+				return
+			}
+		}
+	}()
+	batch := newBatch()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := x.Send(toY); err != nil {
+			b.Fatal(err)
+		}
+		if err := spin(x, batch, deadline); err != nil {
+			b.Fatal(err)
+		}
+		batch[0].Buf = batch[0].Buf[:cap(batch[0].Buf)]
+	}
+	b.StopTimer()
+	close(stop)
+	if err := x.Send(toY); err != nil { // wake the echo's spin for its stop check
+		b.Fatal(err)
+	}
+	if err := <-echoErr; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/one-way")
+}
