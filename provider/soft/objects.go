@@ -435,7 +435,7 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 		esrq = s.e
 	}
 	q := &qp{ctx: c, typ: init.Type, owner: owner}
-	t := softdev.NewQPTimer()
+	t := c.run.NewQPTimer()
 	cp := &init.Cap
 	eqp, err := c.host().CreateQP(engine.QPConfig{
 		Type: engine.QPType(init.Type), PD: p.handle, SendCQ: scq, RecvCQ: rcq,

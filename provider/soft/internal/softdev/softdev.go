@@ -101,6 +101,7 @@ type Device struct {
 	polled    atomic.Bool
 	loopKick  chan struct{}
 	holdTimer *time.Timer
+	wheel     *timerWheel // the QPs' deadlines (timer.go)
 	// detach ends the capture package's knowledge of this device's
 	// address.
 	detach func()
@@ -145,8 +146,10 @@ func Start(l link.Link, opts Options) *Device {
 		d.prx = newRxBatch(min(l.MaxBatch(), pollBatch))
 	}
 	d.loopKick = make(chan struct{}, 1)
-	d.wg.Add(1)
+	d.wheel = newTimerWheel()
+	d.wg.Add(2)
 	go d.receiveLoop()
+	go d.runWheel()
 	if d.poller != nil {
 		d.flusherKick = make(chan struct{}, 1)
 		d.flusherIdle.Store(true)
@@ -703,77 +706,6 @@ func (t tapSender) Send(batch []link.Datagram) error {
 		capture.Sent(t.local, batch)
 	}
 	return err
-}
-
-// QPTimer drives one QP's engine deadlines with a real timer.
-type QPTimer struct {
-	mu    sync.Mutex
-	t     *time.Timer
-	qp    *engine.QP
-	at    time.Time // when t fires; zero when it is not running
-	idle  bool      // the QP has no deadline left: t's expiry does nothing
-	close bool
-}
-
-// NewQPTimer returns the timer hook for a QP that is about to be created:
-// pass Arm as QPConfig.OnDeadline, then Bind the QP.
-func NewQPTimer() *QPTimer { return &QPTimer{} }
-
-// Bind attaches the created QP.
-func (t *QPTimer) Bind(qp *engine.QP) {
-	t.mu.Lock()
-	t.qp = qp
-	t.mu.Unlock()
-}
-
-// Arm makes the timer fire at (or soon after) at. The zero time says the
-// QP has no deadline left: the timer is left running (stopping it, and
-// starting it again at the next send, costs a ping-pong more than its
-// expiry) but its expiry no longer calls into the QP. The engine calls
-// Arm with the QP locked, so it must not call into the QP.
-func (t *QPTimer) Arm(at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.close {
-		return
-	}
-	if at.IsZero() {
-		t.idle = true
-		return
-	}
-	t.idle = false
-	if !t.at.IsZero() && !at.Before(t.at) {
-		return
-	}
-	t.at = at
-	d := at.Sub(Now())
-	if t.t == nil {
-		t.t = time.AfterFunc(d, t.fire)
-	} else {
-		t.t.Reset(d)
-	}
-}
-
-func (t *QPTimer) fire() {
-	t.mu.Lock()
-	qp := t.qp
-	t.at = time.Time{}
-	skip := t.close || t.idle
-	t.mu.Unlock()
-	if qp == nil || skip {
-		return
-	}
-	qp.OnTimer(Now())
-}
-
-// Stop cancels the timer for good.
-func (t *QPTimer) Stop() {
-	t.mu.Lock()
-	t.close = true
-	if t.t != nil {
-		t.t.Stop()
-	}
-	t.mu.Unlock()
 }
 
 // ActiveMTU returns the RoCE active MTU in bytes for a device on addr: the
