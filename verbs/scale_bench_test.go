@@ -254,6 +254,8 @@ func BenchmarkQPScale(b *testing.B) {
 		pktsAll, pktsBase uint64 // packets both devices sent (WRITEs and ACKs)
 		ratios            []float64
 	)
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	for range b.N {
 		for s := range scaleSegments {
@@ -278,6 +280,8 @@ func BenchmarkQPScale(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 
 	writes := float64(b.N) * float64(round)
 	rateAll, rateBase := writes/tAll.Seconds(), writes/tBase.Seconds()
@@ -289,15 +293,19 @@ func BenchmarkQPScale(b *testing.B) {
 	b.ReportMetric(ratio, "ratio_vs_8")
 	b.ReportMetric(float64(pktsAll)/writes, "pkts/write-all")
 	b.ReportMetric(float64(pktsBase)/writes, "pkts/write-8")
+	// Both modes' allocations (and so their garbage collections) per WRITE.
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/(2*writes), "allocs/write")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "GCs")
 	_, retrans := benchCounters(&x.benchEnd, &y.benchEnd)
 	if retrans > retrans0 {
 		// Loopback dropped packets: the rates include retransmission
 		// timeouts.
 		b.ReportMetric(float64(retrans-retrans0)/(2*writes), "retrans/write")
 	}
-	b.Logf("%d pairs: %.0f B/qp connected, %.0f B/qp after traffic; %.0f writes/s over all, %.0f over %d; ratio %.2f (segments %.2f–%.2f); packets per write %.2f and %.2f; %d retransmissions",
+	b.Logf("%d pairs: %.0f B/qp connected, %.0f B/qp after traffic; %.0f writes/s over all, %.0f over %d; ratio %.2f (segments %.2f–%.2f); packets per write %.2f and %.2f; %d retransmissions; %.3f allocations per write, %d GCs",
 		n, heapPerQP, heapPerQPAfter, rateAll, rateBase, base, ratio, slices.Min(ratios), slices.Max(ratios),
-		float64(pktsAll)/writes, float64(pktsBase)/writes, retrans-retrans0)
+		float64(pktsAll)/writes, float64(pktsBase)/writes, retrans-retrans0,
+		float64(ms1.Mallocs-ms0.Mallocs)/(2*writes), ms1.NumGC-ms0.NumGC)
 	// The guards. Below scaleGuardQPs pairs the devices' tables (grown
 	// in steps) and first allocations weigh more per QP, so the heap per
 	// QP is reported, not checked.
