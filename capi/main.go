@@ -33,9 +33,10 @@ import "os"
 // A program's ibv_poll_cq reaches the soft device through a C→Go call
 // (~150 ns, against ~60 ns for a Go caller's CQ.Poll), so the device's
 // busy-poll path skips fewer calls after an empty attempt here: 4 instead
-// of 64 (RDMA_GO_POLL_BACKOFF). Measured with perftest's ib_send_lat over
-// the drop-in against our Go ib_send_lat, 7 alternating rounds: t_typical
-// 1.45x ours with 64, 1.06x with 4 (BENCHMARKS.md).
+// of a Go caller's 16 (RDMA_GO_POLL_BACKOFF). Measured with perftest's
+// ib_send_lat over the drop-in against our Go ib_send_lat, 7 alternating
+// rounds, when Go callers skipped 64: t_typical 1.45x ours with 64, 1.06x
+// with 4 (BENCHMARKS.md).
 func init() {
 	if os.Getenv("RDMA_GO_POLL_BACKOFF") == "" {
 		os.Setenv("RDMA_GO_POLL_BACKOFF", "4")
