@@ -502,9 +502,12 @@ func newTxBatch(h *Host, n int) *txBatch {
 	return t
 }
 
-// buf returns the buffer for the next datagram, n bytes long.
+// buf returns the buffer for the next datagram, n bytes long. (Every
+// packet taken is committed before the next is, so the arena has room for
+// one of each datagram's; a full arena falls back to the store all the
+// same.)
 func (t *txBatch) buf(n int) []byte {
-	if n <= smallPacket {
+	if n <= smallPacket && t.used+n <= len(t.arena) {
 		b := t.arena[t.used : t.used+n : t.used+n]
 		t.used += n
 		return b

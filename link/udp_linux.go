@@ -260,12 +260,12 @@ const (
 )
 
 // arm points the first len(batch) messages of r at batch's buffers. A
-// message that already points at its buffer (the same buffer as the last
-// read's, which a receiver that spins on an empty socket keeps handing back)
-// only has the fields the kernel wrote in the last read reset: rewriting all of them cost a
-// spinning receiver a tenth of its time. The iovecs keep the buffers they
-// point at alive until the next read; link buffers live as long as their
-// receiver anyway.
+// message that already points at its buffer (as it does for a receiver
+// that spins on an empty socket, handing back the same batch) only has the
+// fields a read may have written reset (see filled): rewriting all of them
+// cost a spinning receiver a tenth of its time. The iovecs keep the
+// buffers they point at alive until the next read; link buffers live as
+// long as their receiver anyway.
 func (r *recvState) arm(batch []Datagram) {
 	for i := range batch {
 		b := batch[i].Buf[:cap(batch[i].Buf)]
