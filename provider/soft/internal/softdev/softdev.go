@@ -637,8 +637,8 @@ var maxPollBackoff = sync.OnceValue(pollBackoffFromEnv)
 // defaultPollBackoff is maxPollBackoff for Go callers (a CQ.Poll costs
 // about 60 ns). It was 64: a round trip's reply then waited up to 4 µs
 // for the next attempt, and ib_send_lat / ib_write_lat between two
-// processes measured 4.5 / 4.4 µs against 3.6 / 3.3 with 16 (8 and 4 gave
-// no more, and cost small-message streams 5–10 %).
+// processes measured 4.5 / 4.4 µs against 3.6 / 3.7 with 16 (8 and 4
+// gave 3.4 / 3.3, but cost small-message streams 5–10 %).
 const defaultPollBackoff = 16
 
 func pollBackoffFromEnv() int32 {
