@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/rdma-go/rdma-go/wire"
@@ -518,6 +519,34 @@ func rawSocket(t *testing.T, family int) int {
 	return fd
 }
 
+// rawFilter makes the raw socket fd of family keep only UDP datagrams to
+// port: other tests' traffic (go test runs packages in parallel) could
+// fill its buffer and drop the one a test waits for.
+func rawFilter(t *testing.T, fd, family int, port uint16) {
+	t.Helper()
+	var prog []bpf.Instruction
+	if family == unix.AF_INET { // the datagram starts at its IP header
+		prog = append(prog, bpf.LoadMemShift{Off: 0}, bpf.LoadIndirect{Off: 2, Size: 2})
+	} else { // an IPv6 raw socket starts at the UDP header
+		prog = append(prog, bpf.LoadAbsolute{Off: 2, Size: 2})
+	}
+	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(port), SkipFalse: 1},
+		bpf.RetConstant{Val: 0xFFFF},
+		bpf.RetConstant{Val: 0})
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		f[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rawWait reads from a raw socket until match accepts a packet or the
 // deadline passes.
 func rawWait(t *testing.T, fd int, match func(pkt []byte) bool) {
@@ -545,6 +574,7 @@ func TestUDPWireIPv4(t *testing.T) {
 	raw := rawSocket(t, unix.AF_INET)
 	a := listenTest(t, "127.0.0.1", UDPOptions{})
 	b := listenTest(t, "127.0.0.2", UDPOptions{})
+	rawFilter(t, raw, unix.AF_INET, b.LocalAddr().Port())
 	srcs := []uint16{a.LocalAddr().Port()}
 	for i := 0; i < 50 && len(srcs) == 1; i++ {
 		if p := uint16(0xC000 + rand.IntN(0x3FFF)); a.SourcePort(p) == p {
@@ -584,6 +614,7 @@ func TestUDPWireIPv6(t *testing.T) {
 	raw := rawSocket(t, unix.AF_INET6)
 	a := listenTest(t, "::1", UDPOptions{})
 	b := listenTest(t, "::1", UDPOptions{})
+	rawFilter(t, raw, unix.AF_INET6, b.LocalAddr().Port())
 
 	t.Run("SendZeroChecksum", func(t *testing.T) {
 		if err := a.Send([]Datagram{{Buf: []byte("wire6"), Dst: b.LocalAddr()}}); err != nil {
@@ -1031,6 +1062,7 @@ func gsoWireChild(t *testing.T) {
 	raw := rawSocket(t, unix.AF_INET)
 	a := listenTest(t, "127.0.0.1", UDPOptions{GSO: GSOOn})
 	b := listenTest(t, "127.0.0.2", UDPOptions{GSO: GSOOff})
+	rawFilter(t, raw, unix.AF_INET, b.LocalAddr().Port())
 	if !a.gso.Load() {
 		t.Skip("no UDP GSO in this kernel")
 	}

@@ -73,7 +73,7 @@ func TestRateString(t *testing.T) {
 // TestReadSoftDevice: a soft device reads as rxe shows itself: one active
 // Ethernet port at the FDR10 rate its attributes give, GID 0 link-local.
 func TestReadSoftDevice(t *testing.T) {
-	d, err := verbs.AddDevice("diags0", testdev.Addr())
+	d, err := verbs.AddDevice(testdev.Name("diags"), testdev.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

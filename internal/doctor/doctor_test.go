@@ -110,12 +110,12 @@ func TestDeviceListChecks(t *testing.T) {
 		t.Errorf("worst level %s with no devices, want error", Worst(fs))
 	}
 
-	d, err := verbs.AddDevice("dr-list", testdev.Addr())
+	d, err := verbs.AddDevice(testdev.Name("dr-list"), testdev.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs = Run(context.Background(), Config{Env: fakeEnv(d), Device: "nosuch"})
-	want(t, find(t, fs, "devices"), Error, `no device "nosuch" among 1: dr-list`, "ibv_devices")
+	want(t, find(t, fs, "devices"), Error, `no device "nosuch" among 1: `+d.Name(), "ibv_devices")
 }
 
 func TestMemlock(t *testing.T) {
@@ -208,26 +208,26 @@ func TestDeviceOpenChecks(t *testing.T) {
 		t.Fatal("no free loopback address for the RoCE port")
 	}
 	defer held.Close()
-	busy, err := verbs.AddDevice("dr-busy", addr)
+	busy, err := verbs.AddDevice(testdev.Name("dr-busy"), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(busy)}), "dr-busy"), Error, "address already in use", "RDMA_GO_PORT")
+	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(busy)}), busy.Name()), Error, "address already in use", "RDMA_GO_PORT")
 
 	// A device on an address this host does not have (198.51.100.0/24
 	// is on no interface here; nothing is sent).
-	far, err := verbs.AddDevice("dr-far", netip.MustParseAddr("198.51.100.77"))
+	far, err := verbs.AddDevice(testdev.Name("dr-far"), netip.MustParseAddr("198.51.100.77"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(far)}), "dr-far"), Error, "cannot open", "not on any interface")
+	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(far)}), far.Name()), Error, "cannot open", "not on any interface")
 
 	// A working one.
-	ok, err := verbs.AddDevice("dr-ok", testdev.Addr())
+	ok, err := verbs.AddDevice(testdev.Name("dr-ok"), testdev.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(ok)}), "dr-ok"), Info, "soft, port 1 ACTIVE", "pass -g 1")
+	want(t, find(t, Run(context.Background(), Config{Env: fakeEnv(ok)}), ok.Name()), Info, "soft, port 1 ACTIVE", "pass -g 1")
 }
 
 func TestPeer(t *testing.T) {

@@ -14,8 +14,10 @@
 package testdev
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
@@ -27,6 +29,15 @@ import (
 // candidate, not a reservation: bind it (Open does) and draw another when
 // it is taken.
 func Addr() netip.Addr { return workload.RandomLoopback() }
+
+// nameSeq numbers the names Name hands out.
+var nameSeq atomic.Int32
+
+// Name returns prefix and a number no earlier call in this process
+// returned: the device list is the process's and a device cannot be
+// removed, so a test that adds a device by name needs a new name when it
+// runs again (go test -count N).
+func Name(prefix string) string { return fmt.Sprintf("%s%d", prefix, nameSeq.Add(1)) }
 
 // Open registers a soft device named prefix plus a sequence number on a
 // random loopback address (Addr) and opens it, drawing another address a
