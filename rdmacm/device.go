@@ -80,8 +80,16 @@ var devices struct {
 	m  map[*verbs.Device]*device
 }
 
-// haveDevices reports ErrNoDevice when there is no RDMA device at all.
+// haveDevices reports ErrNoDevice when there is no RDMA device at all. A
+// device rdmacm holds open exists: then it does not list them (a listing
+// reads sysfs and every provider's devices, once per id created).
 func haveDevices() error {
+	devices.mu.Lock()
+	open := len(devices.m) > 0
+	devices.mu.Unlock()
+	if open {
+		return nil
+	}
 	ds, err := listDevices()
 	if err != nil {
 		return fmt.Errorf("rdmacm: %w", err)

@@ -137,10 +137,17 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if err != nil {
 		return err
 	}
-	a := *attr // the provider sees max_rd_atomic values rounded as rxe rounds them
-	a.State = next
-	a.MaxRDAtomic, a.MaxDestRDAtomic = roundPow2(a.MaxRDAtomic), roundPow2(a.MaxDestRDAtomic)
-	if err := qp.p.Modify(&a, mask); err != nil {
+	// The provider sees the next state and max_rd_atomic values rounded
+	// as rxe rounds them: in a copy when attr has others (the copy goes
+	// to the heap, so not when attr already fits).
+	pa := attr
+	if rd, dest := roundPow2(attr.MaxRDAtomic), roundPow2(attr.MaxDestRDAtomic); attr.State != next ||
+		rd != attr.MaxRDAtomic || dest != attr.MaxDestRDAtomic {
+		a := *attr
+		a.State, a.MaxRDAtomic, a.MaxDestRDAtomic = next, rd, dest
+		pa = &a
+	}
+	if err := qp.p.Modify(pa, mask); err != nil {
 		return err
 	}
 	qp.remember(attr, mask)

@@ -82,7 +82,7 @@ func (d *Device) Open(events func(provider.AsyncEvent)) (provider.Context, error
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{dev: d, run: run, guid: run.GUID(), mtu: softdev.ActiveMTU(run.Addr()), events: events}
+	c := &Context{dev: d, run: run, guid: run.GUID(), mtu: run.ActiveMTU(), events: events}
 	d.mu.Lock()
 	if d.ctxs == nil {
 		d.ctxs = make(map[*Context]struct{})

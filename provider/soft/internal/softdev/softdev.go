@@ -108,6 +108,7 @@ type Device struct {
 	// base is Options.Logger, from which each subsystem's logger is made
 	// (package debuglog).
 	base *slog.Logger
+	mtu  mtuCache
 }
 
 // Open binds addr and starts the device's receive loop.
@@ -132,7 +133,7 @@ func Start(l link.Link, opts Options) *Device {
 	d.detach = capture.Attach(l.LocalAddr().Addr())
 	d.host = engine.NewHost(engine.HostConfig{
 		Addr: l.LocalAddr().Addr(), Link: send, ICRC: opts.ICRC, TrustLoopback: opts.TrustLoopback, MaxBatch: l.MaxBatch(), Logger: debuglog.For("qp", opts.Logger),
-		MTU: ActiveMTU(l.LocalAddr().Addr()), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
+		MTU: d.ActiveMTU(), OnEvent: opts.OnEvent, Port: l.LocalAddr().Port(),
 	})
 	d.startGSI()
 	if opts.Slot != 0 {
@@ -714,6 +715,32 @@ func (t tapSender) Send(batch []link.Datagram) error {
 		capture.Sent(t.local, batch)
 	}
 	return err
+}
+
+// mtuTTL is how long a device reuses the active MTU it computed: reading
+// the interfaces takes a netlink dump per interface, which cost a quarter
+// of an rdmacm connection's set-up when every Dial opened a context, and
+// an interface's MTU rarely changes.
+const mtuTTL = time.Second
+
+// mtuCache holds a device's active MTU and when it was computed.
+type mtuCache struct {
+	mu  sync.Mutex
+	mtu int
+	at  time.Time
+}
+
+// ActiveMTU returns the active MTU in bytes of the device's port (see the
+// package function ActiveMTU), computed again when the last computation is
+// more than a second old.
+func (d *Device) ActiveMTU() int {
+	c := &d.mtu
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); c.mtu == 0 || now.Sub(c.at) > mtuTTL {
+		c.mtu, c.at = ActiveMTU(d.Addr()), now
+	}
+	return c.mtu
 }
 
 // ActiveMTU returns the RoCE active MTU in bytes for a device on addr: the
