@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,7 +16,9 @@ import (
 
 // Curve is what -curve found: whether the RDMA WRITE bandwidth is at or
 // above the TCP stream's at every size, and how far it falls below its own
-// peak at a larger size (ib_write_bw -a's curve should not fall).
+// peak at a larger size (ib_write_bw -a's curve should not fall); with
+// -floor, where the UDP floor itself lies below TCP and how close RDMA
+// comes to it.
 type Curve struct {
 	// Sizes are the message sizes, in the scenarios' order.
 	Sizes []int `json:"sizes"`
@@ -30,36 +33,68 @@ type Curve struct {
 	MaxFall  float64 `json:"max_fall"`
 	FallSize int     `json:"fall_size,omitempty"`
 	PeakSize int     `json:"peak_size,omitempty"`
+	// With -floor: the sizes where the UDP floor's median lies below
+	// TCP's; the lowest median ratio RDMA/floor, at MinOfFloorSize; and
+	// the floor's own largest fall below its peak.
+	FloorBelowTCP  []int   `json:"udp_floor_below_tcp,omitempty"`
+	MinOfFloor     float64 `json:"min_ratio_over_udp_floor,omitempty"`
+	MinOfFloorSize int     `json:"min_ratio_over_udp_floor_size,omitempty"`
+	FloorMaxFall   float64 `json:"udp_floor_max_fall,omitempty"`
+	FloorFallSize  int     `json:"udp_floor_fall_size,omitempty"`
+	FloorPeakSize  int     `json:"udp_floor_peak_size,omitempty"`
 }
 
 // judgeCurve reads the curve's figures out of the report's scenarios,
 // which are curve's, in order.
 func judgeCurve(sc []Scenario) *Curve {
 	c := &Curve{AtOrAboveTCP: true}
-	peak, peakSize := 0.0, 0
-	for i, f := range sc {
+	var rdma, floor []float64
+	for _, f := range sc {
 		s, err := lookup(f.Name)
 		if err != nil {
 			continue
 		}
-		c.Sizes = append(c.Sizes, s.size)
-		if r := f.Median.Ratio; i == 0 || r < c.MinRatio {
+		if r := f.Median.Ratio; len(c.Sizes) == 0 || r < c.MinRatio {
 			c.MinRatio, c.MinRatioSize = r, s.size
 		}
 		if f.Median.Ratio < 1 {
 			c.AtOrAboveTCP = false
 		}
-		bw := f.Median.RDMA
-		if peak > 0 && bw < peak {
-			if fall := (peak - bw) / peak; fall > c.MaxFall {
-				c.MaxFall, c.FallSize, c.PeakSize = fall, s.size, peakSize
+		if len(f.Floors) > 0 {
+			if f.Median.Floor < f.Median.TCP {
+				c.FloorBelowTCP = append(c.FloorBelowTCP, s.size)
 			}
+			if r := f.Median.OfFloor; len(floor) == 0 || r < c.MinOfFloor {
+				c.MinOfFloor, c.MinOfFloorSize = r, s.size
+			}
+			floor = append(floor, f.Median.Floor)
 		}
-		if bw > peak {
-			peak, peakSize = bw, s.size
-		}
+		c.Sizes = append(c.Sizes, s.size)
+		rdma = append(rdma, f.Median.RDMA)
+	}
+	c.MaxFall, c.FallSize, c.PeakSize = largestFall(c.Sizes, rdma)
+	if len(floor) == len(c.Sizes) {
+		c.FloorMaxFall, c.FloorFallSize, c.FloorPeakSize = largestFall(c.Sizes, floor)
 	}
 	return c
+}
+
+// largestFall returns the largest fraction by which v at a size lies below
+// the highest v at a smaller size, that size and the peak's; 0 when v
+// never falls.
+func largestFall(sizes []int, v []float64) (fall float64, at, peakAt int) {
+	peak, peakSize := 0.0, 0
+	for i, x := range v {
+		if peak > 0 && x < peak {
+			if f := (peak - x) / peak; f > fall {
+				fall, at, peakAt = f, sizes[i], peakSize
+			}
+		}
+		if x > peak {
+			peak, peakSize = x, sizes[i]
+		}
+	}
+	return fall, at, peakAt
 }
 
 // printCurve prints the verdict under the table.
@@ -71,10 +106,25 @@ func printCurve(w io.Writer, c *Curve) {
 	fmt.Fprintf(w, "curve: RDMA at or above TCP at every size: %s (lowest ratio %.2f, at %s)\n", yes, c.MinRatio, sizeTitle(c.MinRatioSize))
 	if c.MaxFall == 0 {
 		fmt.Fprintln(w, "curve: RDMA never falls below its peak at a larger size")
+	} else {
+		fmt.Fprintf(w, "curve: RDMA's largest fall below its peak at a larger size: %.1f %% (%s against the peak at %s)\n",
+			100*c.MaxFall, sizeTitle(c.FallSize), sizeTitle(c.PeakSize))
+	}
+	if c.MinOfFloor == 0 {
 		return
 	}
-	fmt.Fprintf(w, "curve: RDMA's largest fall below its peak at a larger size: %.1f %% (%s against the peak at %s)\n",
-		100*c.MaxFall, sizeTitle(c.FallSize), sizeTitle(c.PeakSize))
+	if len(c.FloorBelowTCP) > 0 {
+		sizes := make([]string, len(c.FloorBelowTCP))
+		for i, s := range c.FloorBelowTCP {
+			sizes[i] = sizeTitle(s)
+		}
+		fmt.Fprintf(w, "curve: the UDP floor lies below TCP at %s: no RoCEv2 device over UDP reaches TCP there on this machine\n", strings.Join(sizes, ", "))
+	}
+	if c.FloorMaxFall > 0 {
+		fmt.Fprintf(w, "curve: the UDP floor's own largest fall below its peak: %.1f %% (%s against %s)\n",
+			100*c.FloorMaxFall, sizeTitle(c.FloorFallSize), sizeTitle(c.FloorPeakSize))
+	}
+	fmt.Fprintf(w, "curve: RDMA against the UDP floor: lowest ratio %.2f, at %s\n", c.MinOfFloor, sizeTitle(c.MinOfFloorSize))
 }
 
 // writeCurvePNG draws the two curves (medians) on one chart: bandwidth on a
@@ -101,13 +151,18 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.TickerFunc(ticks125)
 	p.Add(plotter.NewGrid())
-	for i, series := range []struct {
+	type series struct {
 		name string
 		v    func(Scenario) float64
-	}{
+	}
+	all := []series{
 		{fmt.Sprintf("RDMA WRITE (%s, %d outstanding)", rep.Device, curveWindow), func(f Scenario) float64 { return f.Median.RDMA }},
 		{"Go TCP loopback stream, writes of the same size", func(f Scenario) float64 { return f.Median.TCP }},
-	} {
+	}
+	if rep.Floor {
+		all = append(all, series{"UDP floor: the same packets with their ICRCs and the receive copy, nothing else", func(f Scenario) float64 { return f.Median.Floor }})
+	}
+	for i, series := range all {
 		xy := make(plotter.XYs, 0, len(c.Sizes))
 		for j, f := range rep.Scenarios[:len(c.Sizes)] {
 			xy = append(xy, plotter.XY{X: float64(c.Sizes[j]), Y: series.v(f)})
@@ -116,10 +171,14 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 		if err != nil {
 			return err
 		}
-		col := []color.Color{color.RGBA{R: 0xc0, G: 0x30, B: 0x20, A: 0xff}, color.RGBA{R: 0x20, G: 0x50, B: 0xb0, A: 0xff}}[i]
+		col := []color.Color{color.RGBA{R: 0xc0, G: 0x30, B: 0x20, A: 0xff}, color.RGBA{R: 0x20, G: 0x50, B: 0xb0, A: 0xff},
+			color.RGBA{R: 0x70, G: 0x70, B: 0x70, A: 0xff}}[i]
 		l.Color, pts.Color = col, col
 		l.Width = vg.Points(1.5)
-		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}}[i]
+		if i == 2 {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i]
 		p.Add(l, pts)
 		p.Legend.Add(series.name, l, pts)
 	}

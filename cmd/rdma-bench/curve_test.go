@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJudgeCurve: the verdict on a curve — the lowest ratio and where, and
@@ -63,9 +66,9 @@ func TestCurveScenarios(t *testing.T) {
 	}
 }
 
-// TestCurveFlags: -curve takes no -only, and -png needs -curve.
+// TestCurveFlags: -curve takes no -only, and -png and -floor need -curve.
 func TestCurveFlags(t *testing.T) {
-	for _, args := range [][]string{{"-curve", "-only", "write-64k"}, {"-png", "x.png"}} {
+	for _, args := range [][]string{{"-curve", "-only", "write-64k"}, {"-png", "x.png"}, {"-floor"}} {
 		var stderr strings.Builder
 		if st := run(args, io.Discard, &stderr); st != 2 {
 			t.Errorf("%v: exit status %d, want 2", args, st)
@@ -116,5 +119,74 @@ func TestRound125(t *testing.T) {
 		if got := round125(c.v, false); math.Abs(got-c.want) > 1e-9*c.want {
 			t.Errorf("round125(%v, down) = %v, want %v", c.v, got, c.want)
 		}
+	}
+}
+
+// TestJudgeCurveFloor: with the UDP floor, the sizes where the floor lies
+// below TCP, RDMA's lowest ratio to the floor, and the floor's own fall.
+func TestJudgeCurveFloor(t *testing.T) {
+	row := func(name string, rdma, tcp, floor float64) Scenario {
+		return Scenario{Name: name, Floors: []float64{floor},
+			Median: Medians{RDMA: rdma, TCP: tcp, Ratio: rdma / tcp, Floor: floor, OfFloor: rdma / floor}}
+	}
+	v := judgeCurve([]Scenario{row("write-4k", 115, 50, 120), row("write-8k", 50, 60, 55), row("write-16k", 65, 80, 70), row("write-32k", 110, 90, 115)})
+	if !slices.Equal(v.FloorBelowTCP, []int{8 << 10, 16 << 10}) {
+		t.Errorf("floor below TCP at %v, want 8 and 16 KiB", v.FloorBelowTCP)
+	}
+	if math.Abs(v.MinOfFloor-50.0/55) > 1e-9 || v.MinOfFloorSize != 8<<10 {
+		t.Errorf("lowest RDMA/floor %.3f at %d, want %.3f at 8 KiB", v.MinOfFloor, v.MinOfFloorSize, 50.0/55)
+	}
+	if math.Abs(v.FloorMaxFall-(120-55)/120.0) > 1e-9 || v.FloorFallSize != 8<<10 || v.FloorPeakSize != 4<<10 {
+		t.Errorf("floor's fall %.3f at %d below %d", v.FloorMaxFall, v.FloorFallSize, v.FloorPeakSize)
+	}
+	var out strings.Builder
+	printCurve(&out, v)
+	for _, w := range []string{"the UDP floor lies below TCP at 8 KiB, 16 KiB", "the UDP floor's own largest fall below its peak: 54.2 % (8 KiB against 4 KiB)",
+		"RDMA against the UDP floor: lowest ratio 0.91, at 8 KiB"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("verdict lacks %q:\n%s", w, out.String())
+		}
+	}
+	// Without the floor, no floor lines.
+	out.Reset()
+	printCurve(&out, judgeCurve([]Scenario{{Name: "write-4k", Median: Medians{RDMA: 1, TCP: 1, Ratio: 1}}}))
+	if strings.Contains(out.String(), "floor") {
+		t.Errorf("a curve without the floor speaks of it:\n%s", out.String())
+	}
+}
+
+// TestCurveFloorTwoProcs runs -curve -floor between two processes over two
+// of the curve's sizes: every round has a floor figure, the verdict and
+// the chart take it.
+func TestCurveFloorTwoProcs(t *testing.T) {
+	defer func(c []scenario) { curve = c }(curve)
+	curve = []scenario{curve[6], curve[7]} // 4 and 8 KiB: WRITE ONLY, then FIRST and LAST
+	png := t.TempDir() + "/curve.png"
+	code, out, errs := runBounded(t, 3*time.Minute, []string{"-procs", "2", "-runs", "2", "-iters", "256", "-curve", "-floor", "-png", png, "-json"}, hooks{})
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !r.Floor || len(r.Scenarios) != 2 || r.Curve == nil || r.Curve.MinOfFloor <= 0 {
+		t.Fatalf("report %+v", r)
+	}
+	for _, s := range r.Scenarios {
+		if len(s.Floors) != 2 || len(s.OfFloor) != 2 || s.Median.Floor <= 0 || s.Median.OfFloor <= 0 {
+			t.Errorf("%s: floors %v, ratios %v, medians %+v", s.Name, s.Floors, s.OfFloor, s.Median)
+		}
+		for i := range s.Floors {
+			if want := s.RDMA[i] / s.Floors[i]; math.Abs(s.OfFloor[i]-want) > 1e-9*want {
+				t.Errorf("%s round %d: RDMA/floor %v, want %v", s.Name, i, s.OfFloor[i], want)
+			}
+		}
+	}
+	if !strings.Contains(errs, "write-8k (2/2), UDP floor, 2 processes") {
+		t.Errorf("progress lacks the floor:\n%s", errs)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+		t.Errorf("chart: %v", err)
 	}
 }

@@ -29,17 +29,24 @@
 // power-of-two size from 64 B to 8 MiB (ib_write_bw -a's sweep) against a
 // TCP stream of writes of the same size, and says whether the RDMA curve
 // lies at or above TCP's at every size and how far it falls below its
-// peak at a larger size; -png FILE draws both curves on one chart.
+// peak at a larger size; -png FILE draws both curves on one chart. With
+// -floor it measures a third curve, the UDP floor (package udpfloor): the
+// same WRITEs' packets through the soft device's UDP link with their ICRCs
+// and the receive copy and nothing else, the most any RoCEv2 device over
+// UDP sockets could reach on the machine, and says where that floor itself
+// lies below TCP and how close RDMA comes to it.
 //
-// Usage: rdma-bench [-procs 1|2] [-runs N] [-d DEVICE] [-duration 2s | -iters N] [-only LIST | -curve [-png FILE]] [-json] | -version
+// Usage: rdma-bench [-procs 1|2] [-runs N] [-d DEVICE] [-duration 2s | -iters N] [-only LIST | -curve [-floor] [-png FILE]] [-json] | -version
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -48,8 +55,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdma-go/rdma-go/internal/perftest"
+	"github.com/rdma-go/rdma-go/internal/perftest/udpfloor"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/version"
+	"github.com/rdma-go/rdma-go/link"
 )
 
 // Scenario is one workload's figures over all rounds, in the JSON report.
@@ -65,6 +74,10 @@ type Scenario struct {
 	Ratios  []float64 `json:"ratio_rdma_over_tcp"`
 	RDMAOps []int     `json:"rdma_ops"`
 	TCPOps  []int     `json:"tcp_ops"`
+	// Floors (with -floor) are the UDP floor's figure, one per round, and
+	// OfFloor the ratios RDMA/floor (package udpfloor).
+	Floors  []float64 `json:"udp_floor,omitempty"`
+	OfFloor []float64 `json:"ratio_rdma_over_udp_floor,omitempty"`
 	// Over the rounds: medians, and the range of the ratios.
 	Median   Medians `json:"median"`
 	RatioMin float64 `json:"ratio_min"`
@@ -74,9 +87,11 @@ type Scenario struct {
 // Medians are a scenario's medians over the rounds. Ratio is the median
 // of the per-round ratios, not the ratio of the medians.
 type Medians struct {
-	RDMA  float64 `json:"rdma"`
-	TCP   float64 `json:"tcp"`
-	Ratio float64 `json:"ratio_rdma_over_tcp"`
+	RDMA    float64 `json:"rdma"`
+	TCP     float64 `json:"tcp"`
+	Ratio   float64 `json:"ratio_rdma_over_tcp"`
+	Floor   float64 `json:"udp_floor,omitempty"`
+	OfFloor float64 `json:"ratio_rdma_over_udp_floor,omitempty"`
 }
 
 // Report is the -json output.
@@ -86,6 +101,7 @@ type Report struct {
 	Procs     int          `json:"procs"`
 	Runs      int          `json:"runs"`
 	Budget    string       `json:"budget"`
+	Floor     bool         `json:"udp_floor,omitempty"` // -floor
 	Device    string       `json:"device"`
 	Addresses []string     `json:"device_addresses,omitempty"` // with -procs 2: this process's, the peer's
 	Scenarios []Scenario   `json:"scenarios"`
@@ -99,10 +115,12 @@ type hooks struct {
 	measuring func(name, side string) // a measurement begins
 }
 
-// transport runs the two sides of a scenario once.
+// transport runs the sides of a scenario once.
 type transport interface {
 	rdma(s *scenario, b workload.Budget) (workload.Result, error)
 	tcp(s *scenario, b workload.Budget) (workload.Result, error)
+	// floor runs the UDP floor under a WRITE stream (package udpfloor).
+	floor(s *scenario, b workload.Budget) (workload.Result, error)
 }
 
 // main runs rdma-bench, or its peer process when started as one.
@@ -129,7 +147,8 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 	device := fs.String("d", "", "run the RDMA side on this device (both ends on it, e.g. rxe0) instead of soft devices")
 	only := fs.String("only", "", "run only these workloads (names, comma-separated: "+names()+")")
 	curveRun := fs.Bool("curve", false, fmt.Sprintf("measure WRITE bandwidth at every size from %s to %s (as ib_write_bw -a) against TCP streams of writes of the same size, instead of the workloads", sizeTitle(curveMin), sizeTitle(curveMax)))
-	png := fs.String("png", "", "with -curve: draw both curves into this PNG file")
+	png := fs.String("png", "", "with -curve: draw the curves into this PNG file")
+	floor := fs.Bool("floor", false, "with -curve: measure the UDP floor at every size too, the most any RoCEv2 device over UDP sockets could reach here (the same packets, their ICRCs and the receive copy, nothing else)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -138,7 +157,7 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 		return 0
 	}
 	if fs.NArg() > 0 || *dur <= 0 || *iters < 0 || *runs < 1 || (*procs != 1 && *procs != 2) ||
-		(*curveRun && *only != "") || (*png != "" && !*curveRun) {
+		(*curveRun && *only != "") || ((*png != "" || *floor) && !*curveRun) {
 		fs.Usage()
 		return 2
 	}
@@ -165,7 +184,7 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 		peerErr = stderr
 	}
 	b := workload.Budget{Iters: *iters, Duration: *dur}
-	rep := Report{RdmaGo: version.String(), Env: perftest.Environment(), Procs: *procs, Runs: *runs, Budget: b.String(), Device: "soft RoCE"}
+	rep := Report{RdmaGo: version.String(), Env: perftest.Environment(), Procs: *procs, Runs: *runs, Budget: b.String(), Device: "soft RoCE", Floor: *floor}
 	if *device != "" {
 		rep.Device = *device
 	}
@@ -218,8 +237,9 @@ func runWith(args []string, stdout, stderr io.Writer, h hooks) int {
 	return 0
 }
 
-// measure runs the rounds: in each, every scenario, RDMA then TCP, so
-// that each ratio compares two runs made seconds apart.
+// measure runs the rounds: in each, every scenario, RDMA then TCP (then
+// the UDP floor, with rep.Floor), so that each ratio compares runs made
+// seconds apart.
 func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Report, pr *progress, h hooks) error {
 	rep.Scenarios = make([]Scenario, len(sel))
 	for i, s := range sel {
@@ -238,17 +258,21 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 	}
 	for r := range runs {
 		nth := 0
-		got := map[string][2]workload.Result{} // this round's runs
+		got := map[string][3]workload.Result{} // this round's runs
 		for i, s := range sel {
 			f := &rep.Scenarios[i]
-			var res [2]workload.Result
+			var res [3]workload.Result
 			if s.of != "" {
 				res = got[s.of] // measured just before (selectScenarios)
 			}
 			if s.of == "" {
 				nth++
 			}
-			for k, side := range []string{"RDMA", "TCP"} {
+			sides := []string{"RDMA", "TCP"}
+			if rep.Floor {
+				sides = append(sides, "UDP floor")
+			}
+			for k, side := range sides {
 				if s.of != "" {
 					break
 				}
@@ -257,10 +281,13 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 					h.measuring(s.name, side)
 				}
 				var err error
-				if k == 0 {
+				switch k {
+				case 0:
 					res[k], err = tr.rdma(s, b)
-				} else {
+				case 1:
 					res[k], err = tr.tcp(s, b)
+				default:
+					res[k], err = tr.floor(s, b)
 				}
 				if err != nil {
 					return fmt.Errorf("%s, round %d, %s: %w", s.name, r+1, side, err)
@@ -274,11 +301,19 @@ func measure(tr transport, sel []*scenario, b workload.Budget, runs int, rep *Re
 			}
 			f.RDMA, f.TCPs, f.Ratios = append(f.RDMA, rv), append(f.TCPs, tv), append(f.Ratios, ratio)
 			f.RDMAOps, f.TCPOps = append(f.RDMAOps, res[0].Ops), append(f.TCPOps, res[1].Ops)
+			if rep.Floor {
+				fv := s.value(res[2])
+				f.Floors = append(f.Floors, fv)
+				f.OfFloor = append(f.OfFloor, rv/max(fv, 1e-9))
+			}
 		}
 	}
 	for i := range rep.Scenarios {
 		f := &rep.Scenarios[i]
 		f.Median = Medians{RDMA: workload.Median(f.RDMA), TCP: workload.Median(f.TCPs), Ratio: workload.Median(f.Ratios)}
+		if len(f.Floors) > 0 {
+			f.Median.Floor, f.Median.OfFloor = workload.Median(f.Floors), workload.Median(f.OfFloor)
+		}
 		f.RatioMin, f.RatioMax = slices.Min(f.Ratios), slices.Max(f.Ratios)
 	}
 	return nil
@@ -304,7 +339,10 @@ func printTable(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintf(w, "%-15s %-46s %16s %16s %9s", "name", "workload", "RDMA ("+rep.Device+")", "Go TCP loopback", "RDMA/TCP")
 	if rep.Runs > 1 {
-		fmt.Fprint(w, " [range]")
+		fmt.Fprint(w, " [range]      ")
+	}
+	if rep.Floor {
+		fmt.Fprintf(w, " %16s %11s", "UDP floor", "RDMA/floor")
 	}
 	fmt.Fprintln(w)
 	for _, f := range rep.Scenarios {
@@ -312,6 +350,9 @@ func printTable(w io.Writer, rep *Report) {
 		if rep.Runs > 1 {
 			r := fmt.Sprintf("[%.2f–%.2f]", f.RatioMin, f.RatioMax)
 			fmt.Fprintf(w, " %s%*s", r, 13-utf8.RuneCountInString(r), "")
+		}
+		if rep.Floor {
+			fmt.Fprintf(w, " %10.2f %-5s %11.2f", f.Median.Floor, f.Unit, f.Median.OfFloor)
 		}
 		fmt.Fprintf(w, "  (%s is better)\n", f.Better)
 	}
@@ -339,6 +380,42 @@ func (t inProcess) rdma(s *scenario, b workload.Budget) (workload.Result, error)
 // tcp measures s's TCP side on loopback connections to this process.
 func (t inProcess) tcp(s *scenario, b workload.Budget) (workload.Result, error) {
 	return s.tcpInProcess(t.ctx, b)
+}
+
+// floor measures the UDP floor under s between two links of this process
+// on 127.0.0.1, after a warm-up.
+func (t inProcess) floor(s *scenario, b workload.Budget) (workload.Result, error) {
+	var ls [2]*link.UDP
+	for i := range ls {
+		l, err := udpfloor.Listen(netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+		if err != nil {
+			return workload.Result{}, fmt.Errorf("UDP floor: %w", err)
+		}
+		defer l.Close()
+		ls[i] = l
+	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	served := make(chan error, 1)
+	go func() {
+		_, err := udpfloor.Serve(ctx, ls[1])
+		served <- err
+	}()
+	r, err := runFloor(ctx, ls[0], ls[1].LocalAddr(), s, b)
+	cancel()
+	return r, errors.Join(err, <-served)
+}
+
+// runFloor runs the UDP floor's sender toward dst: a warm-up, then the
+// measured run.
+func runFloor(ctx context.Context, l *link.UDP, dst netip.AddrPort, s *scenario, b workload.Budget) (workload.Result, error) {
+	if _, err := udpfloor.Run(ctx, l, dst, s.floorStream(), s.warmup()); err != nil {
+		return workload.Result{}, fmt.Errorf("UDP floor warm-up: %w", err)
+	}
+	r, err := udpfloor.Run(ctx, l, dst, s.floorStream(), b)
+	if err != nil {
+		return workload.Result{}, fmt.Errorf("UDP floor: %w", err)
+	}
+	return r, nil
 }
 
 // progress shows which workload runs: one line rewritten in place on a

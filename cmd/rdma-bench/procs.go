@@ -12,8 +12,10 @@ package main
 // with its own ("ready"); after the measured run the parent says "stop"
 // and the peer answers "done". For TCP the peer listens on 127.0.0.1 and
 // answers with the address ("ready"), serves the connections the parent
-// makes until the parent closes them, then says "done". "error" reports a
-// failure of the peer at any time.
+// makes until the parent closes them, then says "done". For the UDP floor
+// ("floor") the peer opens a UDP link on its device's address, answers
+// with it ("ready") and receives the stream until "stop" ("done"). "error"
+// reports a failure of the peer at any time.
 //
 // The peer never outlives the parent: on Linux it gets SIGKILL when the
 // parent dies (Pdeathsig), and everywhere it exits when its stdin reaches
@@ -27,12 +29,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
 	"sync"
 	"time"
 
+	"github.com/rdma-go/rdma-go/internal/perftest/udpfloor"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/version"
 	"github.com/rdma-go/rdma-go/verbs"
@@ -354,22 +358,55 @@ func (t twoProcs) tcp(s *scenario, b workload.Budget) (workload.Result, error) {
 	return r, nil
 }
 
+// floor measures the UDP floor under s between a link of this process and
+// one of the peer's, each on its device's address.
+func (t twoProcs) floor(s *scenario, b workload.Budget) (workload.Result, error) {
+	p := t.p
+	if err := p.send(msg{Op: "floor", Scenario: s.name}); err != nil {
+		return workload.Result{}, err
+	}
+	m, err := p.await("ready", workload.WaitTimeout)
+	if err != nil {
+		return workload.Result{}, err
+	}
+	dst, err := netip.ParseAddrPort(m.Addr)
+	if err != nil {
+		return workload.Result{}, fmt.Errorf("the peer process's UDP floor address: %w", err)
+	}
+	l, err := udpfloor.Listen(p.dev.Device().Addr())
+	if err != nil {
+		return workload.Result{}, fmt.Errorf("UDP floor: %w", err)
+	}
+	defer l.Close()
+	r, err := runFloor(p.ctx, l, dst, s, b)
+	if err != nil {
+		return workload.Result{}, p.explain(err)
+	}
+	if err := p.send(msg{Op: "stop"}); err != nil {
+		return workload.Result{}, err
+	}
+	if _, err := p.await("done", workload.WaitTimeout); err != nil {
+		return workload.Result{}, err
+	}
+	return r, nil
+}
+
 // peer is the peer process's state.
 type peer struct {
 	mu  sync.Mutex // serializes writes to out
 	enc *json.Encoder
 	dev *verbs.Context
-	job *rdmaJob       // the RDMA workload being served, until "stop"
+	job *job           // the workload being served, until "stop"
 	wg  sync.WaitGroup // every goroutine serving a workload
 }
 
-// rdmaJob is the peer's end of one RDMA workload.
-type rdmaJob struct {
-	end    *workload.End
-	cancel context.CancelFunc
-	done   chan struct{}
-	ops    int
-	err    error
+// job is the peer's end of one RDMA workload or UDP floor.
+type job struct {
+	release func() // frees the end once it stopped
+	cancel  context.CancelFunc
+	done    chan struct{}
+	ops     int
+	err     error
 }
 
 // peerMain is the peer process: it serves the parent's requests from in,
@@ -407,6 +444,8 @@ func peerMain(in io.Reader, out, stderr io.Writer) int {
 			err = pe.stop()
 		case "tcp":
 			err = pe.tcp(ctx, m)
+		case "floor":
+			err = pe.floor(ctx, m)
 		case "quit":
 			return 0
 		default:
@@ -437,7 +476,7 @@ func (pe *peer) rdma(ctx context.Context, m msg) (err error) {
 	case pe.dev == nil:
 		return errors.New("no device: hello first")
 	case pe.job != nil:
-		return errors.New("an RDMA workload is running")
+		return errors.New("a workload is running")
 	case m.Info == nil:
 		return errors.New("no connection information")
 	}
@@ -458,7 +497,7 @@ func (pe *peer) rdma(ctx context.Context, m msg) (err error) {
 		return err
 	}
 	jctx, cancel := context.WithCancel(ctx)
-	j := &rdmaJob{end: y, cancel: cancel, done: make(chan struct{})}
+	j := &job{release: func() { y.Close() }, cancel: cancel, done: make(chan struct{})}
 	pe.job = j
 	info := y.Info()
 	pe.reply(msg{Op: "ready", Info: &info})
@@ -477,15 +516,47 @@ func (pe *peer) rdma(ctx context.Context, m msg) (err error) {
 	return nil
 }
 
-// stop ends the RDMA workload being served and answers with its count.
+// floor opens a UDP link on the device's address for the UDP floor under
+// a WRITE workload, answers with its address, and serves it until "stop".
+func (pe *peer) floor(ctx context.Context, m msg) error {
+	s, err := lookup(m.Scenario)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pe.dev == nil:
+		return errors.New("no device: hello first")
+	case pe.job != nil:
+		return errors.New("a workload is running")
+	}
+	l, err := udpfloor.Listen(pe.dev.Device().Addr())
+	if err != nil {
+		return err
+	}
+	jctx, cancel := context.WithCancel(ctx)
+	j := &job{release: func() { l.Close() }, cancel: cancel, done: make(chan struct{})}
+	pe.job = j
+	pe.reply(msg{Op: "ready", Addr: l.LocalAddr().String()})
+	pe.wg.Add(1)
+	go func() {
+		defer pe.wg.Done()
+		defer close(j.done)
+		if _, j.err = udpfloor.Serve(jctx, l); j.err != nil {
+			pe.reply(msg{Op: "error", Err: fmt.Sprintf("UDP floor %s: %v", s.name, j.err)})
+		}
+	}()
+	return nil
+}
+
+// stop ends the workload being served and answers with its count.
 func (pe *peer) stop() error {
 	j := pe.job
 	if j == nil {
-		return errors.New("no RDMA workload is running")
+		return errors.New("no workload is running")
 	}
 	pe.job = nil
 	j.cancel()
-	defer j.end.Close()
+	defer j.release()
 	select {
 	case <-j.done:
 	case <-time.After(workload.WaitTimeout):
@@ -564,6 +635,6 @@ func (pe *peer) finish() {
 	case <-time.After(workload.WaitTimeout):
 	}
 	if pe.job != nil {
-		pe.job.end.Close()
+		pe.job.release()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/rdma-go/rdma-go/internal/perftest/udpfloor"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 )
 
@@ -214,6 +215,12 @@ func (s *scenario) config() workload.Config {
 		}
 		return workload.Config{MemSize: mem, SQDepth: 2 * s.window}
 	}
+}
+
+// floorStream is the UDP floor's stream under a WRITE scenario: its size
+// over the same memory.
+func (s *scenario) floorStream() udpfloor.Stream {
+	return udpfloor.Stream{Size: s.size, Mem: s.config().MemSize}
 }
 
 // warmup is the budget of the untimed run before each measured one.
