@@ -43,7 +43,11 @@ type responder struct {
 	wrOff   int
 	wrTotal int
 
+	// res are the READ/atomic responder resources (max_dest_rd_atomic of
+	// them, resCap), made at the first READ or atomic the QP answers: a
+	// QP that never answers one does not carry them.
 	res     []resource
+	resCap  int
 	resNext int
 
 	// rd is the READ being answered. Its responses go out readBurst
@@ -78,19 +82,22 @@ func (s *responder) reset(p wire.PSN) {
 	for i := range res {
 		res[i] = resource{}
 	}
-	*s = responder{ePSN: p, res: res}
+	*s = responder{ePSN: p, res: res, resCap: s.resCap}
 	s.wqe.segs = segs
 }
 
 func (s *responder) resizeResources(n int) {
 	n = max(n, 1)
-	if len(s.res) != n {
-		s.res = make([]resource, n)
-		s.resNext = 0
+	if s.resCap != n {
+		s.resCap = n
+		s.res, s.resNext = nil, 0
 	}
 }
 
 func (s *responder) saveResource(r resource) {
+	if s.res == nil {
+		s.res = make([]resource, max(s.resCap, 1))
+	}
 	s.res[s.resNext] = r
 	s.resNext = (s.resNext + 1) % len(s.res)
 }

@@ -1,6 +1,7 @@
 package ibcm
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -547,7 +548,9 @@ func (m *Manager) recv(_ *mad.Registration, in *mad.Received) {
 	var c *Conn
 	now := in.Time
 	msg := in.MAD
-	m.log.Debug("ibcm: received", "msg", mad.CMAttrName(msg.AttrID()), "from", in.From.Remote, "tid", msg.TID())
+	if m.log.Enabled(context.Background(), slog.LevelDebug) { // its arguments cost allocations per MAD
+		m.log.Debug("ibcm: received", "msg", mad.CMAttrName(msg.AttrID()), "from", in.From.Remote, "tid", msg.TID())
+	}
 	switch msg.AttrID() {
 	case mad.AttrREQ:
 		c = m.onREQ(now, in, &o)
@@ -646,7 +649,9 @@ func (m *Manager) match(local, remote uint32) *Conn {
 }
 
 func (m *Manager) sendLocked(to mad.Address, msg mad.MAD) {
-	m.log.Debug("ibcm: send", "msg", mad.CMAttrName(msg.AttrID()), "to", to.Remote, "tid", msg.TID())
+	if m.log.Enabled(context.Background(), slog.LevelDebug) {
+		m.log.Debug("ibcm: send", "msg", mad.CMAttrName(msg.AttrID()), "to", to.Remote, "tid", msg.TID())
+	}
 	if err := m.reg.Send(to, msg); err != nil {
 		m.log.Debug("ibcm: send failed", "msg", mad.CMAttrName(msg.AttrID()), "to", to.Remote, "err", err)
 	}
