@@ -464,20 +464,31 @@ func (pe *peer) reply(m msg) {
 	pe.enc.Encode(m) // a parent that is gone is noticed on stdin
 }
 
+// begin returns the scenario of a new job m asks for: one needs the device
+// open and no other job running.
+func (pe *peer) begin(m msg) (*scenario, error) {
+	s, err := lookup(m.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case pe.dev == nil:
+		return nil, errors.New("no device: hello first")
+	case pe.job != nil:
+		return nil, errors.New("a workload is running")
+	}
+	return s, nil
+}
+
 // rdma creates and connects the peer's end of an RDMA workload, readies
 // it, answers with its connection information, and serves it until
 // "stop".
 func (pe *peer) rdma(ctx context.Context, m msg) (err error) {
-	s, err := lookup(m.Scenario)
+	s, err := pe.begin(m)
 	if err != nil {
 		return err
 	}
-	switch {
-	case pe.dev == nil:
-		return errors.New("no device: hello first")
-	case pe.job != nil:
-		return errors.New("a workload is running")
-	case m.Info == nil:
+	if m.Info == nil {
 		return errors.New("no connection information")
 	}
 	y, err := workload.NewEnd(pe.dev, s.config())
@@ -519,15 +530,9 @@ func (pe *peer) rdma(ctx context.Context, m msg) (err error) {
 // floor opens a UDP link on the device's address for the UDP floor under
 // a WRITE workload, answers with its address, and serves it until "stop".
 func (pe *peer) floor(ctx context.Context, m msg) error {
-	s, err := lookup(m.Scenario)
+	s, err := pe.begin(m)
 	if err != nil {
 		return err
-	}
-	switch {
-	case pe.dev == nil:
-		return errors.New("no device: hello first")
-	case pe.job != nil:
-		return errors.New("a workload is running")
 	}
 	l, err := udpfloor.Listen(pe.dev.Device().Addr())
 	if err != nil {
