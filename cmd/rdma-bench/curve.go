@@ -127,9 +127,9 @@ func printCurve(w io.Writer, c *Curve) {
 	fmt.Fprintf(w, "curve: RDMA against the UDP floor: lowest ratio %.2f, at %s\n", c.MinOfFloor, sizeTitle(c.MinOfFloorSize))
 }
 
-// writeCurvePNG draws the two curves (medians) on one chart: bandwidth on a
-// log axis (it spans two orders of magnitude) against the message size on
-// a log2 axis, with a grid.
+// writeCurvePNG draws the curves (medians: RDMA, TCP, and with -floor the
+// UDP floor) on one chart: bandwidth on a log axis (it spans two orders of
+// magnitude) against the message size on a log2 axis, with a grid.
 func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	if len(c.Sizes) == 0 {
 		return fmt.Errorf("no sizes measured")
@@ -162,10 +162,10 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 	if rep.Floor {
 		all = append(all, series{"UDP floor: the same packets with their ICRCs and the receive copy, nothing else", func(f Scenario) float64 { return f.Median.Floor }})
 	}
-	for i, series := range all {
+	for i, sr := range all {
 		xy := make(plotter.XYs, 0, len(c.Sizes))
 		for j, f := range rep.Scenarios[:len(c.Sizes)] {
-			xy = append(xy, plotter.XY{X: float64(c.Sizes[j]), Y: series.v(f)})
+			xy = append(xy, plotter.XY{X: float64(c.Sizes[j]), Y: sr.v(f)})
 		}
 		l, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
@@ -180,7 +180,7 @@ func writeCurvePNG(path string, rep *Report, c *Curve) error {
 		}
 		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i]
 		p.Add(l, pts)
-		p.Legend.Add(series.name, l, pts)
+		p.Legend.Add(sr.name, l, pts)
 	}
 	// Labelled ticks at both ends of the axis.
 	p.Y.Min, p.Y.Max = round125(p.Y.Min, false), round125(p.Y.Max, true)

@@ -309,7 +309,7 @@ func Run(ctx context.Context, l *link.UDP, dst netip.AddrPort, s Stream, b workl
 			continue
 		}
 		// The last packet of the call asks for a credit too.
-		wire.BTH(batch[k-1].Buf).Encode(wire.BTH(batch[k-1].Buf).Opcode(), false, 0, 0x12, true, psn(sent+uint64(k-1)))
+		wire.BTH(batch[k-1].Buf).SetAckReqPSN(true, psn(sent+uint64(k-1)))
 		for i := range batch[:k] {
 			d := &batch[i]
 			seal.PutParts(src.Addr(), dst.Addr(), src.Port(), dst.Port(), d.Buf, d.PayloadAt, d.Payload)
