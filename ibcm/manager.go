@@ -363,10 +363,22 @@ func (c *Conn) Destroy() {
 func (m *Manager) destroyLocked(c *Conn) {
 	var o output
 	c.mach.destroy(m.clock.Now(), m.reg.TID(c.mach.localID), &o)
-	c.destroyed = true
-	c.queue = nil
+	m.forget(c)
 	o.events = nil
 	m.commit(c, &o)
+}
+
+// forget marks c destroyed and drops what only its user needed: its
+// handler (and through it the user's connection, QP and queues), queued
+// events, and the REQ, REP and RTU (TimeWait answers a DREQ with the DREP
+// alone). A destroyed connection lives on through TimeWait, about two
+// seconds on a default path: at thousands of connections a second, what it
+// holds is what the process holds.
+func (m *Manager) forget(c *Conn) {
+	c.destroyed = true
+	c.h = nil
+	c.queue = nil
+	c.mach.req, c.mach.rep, c.mach.rtu = nil, nil, nil
 }
 
 // SetHandler replaces the handler for the connection's later events.
@@ -526,8 +538,7 @@ func (m *Manager) deliver(c *Conn) {
 		if errors.Is(err, ErrDrop) && (ev.Type == EventREQReceived || ev.Type == EventSIDRREQReceived) {
 			c.mach.stopTimer()
 			c.mach.state = StateIdle
-			c.destroyed = true
-			c.queue = nil
+			m.forget(c)
 			m.sync(c)
 			continue
 		}

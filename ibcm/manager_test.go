@@ -3,9 +3,11 @@ package ibcm_test
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/rdma-go/rdma-go/ibcm"
 	"github.com/rdma-go/rdma-go/link/memlink"
@@ -157,6 +159,47 @@ func TestConnectDisconnect(t *testing.T) {
 	w.expect("wire", w.sent[5:], "A>B DREQ", "B>A DREP")
 	if w.b.Port.CM().Stats().DREPUnknown.Load() != 1 {
 		t.Fatal("DREPUnknown not counted")
+	}
+}
+
+// TestDestroyReleasesUser: a destroyed connection lives on through
+// TimeWait, but without its handler, and so without what the handler
+// reaches (rdmacm's id, QP and queues): at thousands of connections a
+// second, two seconds of TimeWait would otherwise hold every closed
+// connection's objects.
+func TestDestroyReleasesUser(t *testing.T) {
+	w := newWorld(t, memlink.Faults{Delay: time.Millisecond})
+	w.serve(nil)
+	// The user's state, reachable only through the handler.
+	userState := func() (ibcm.Handler, weak.Pointer[[4096]byte]) {
+		state := new([4096]byte)
+		h := w.client()
+		return func(c *ibcm.Conn, ev *ibcm.Event) error {
+			state[0]++
+			return h(c, ev)
+		}, weak.Make(state)
+	}
+	h, state := userState()
+	c, err := w.a.Port.CM().Connect(params(0x11), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = nil
+	w.run(time.Second)
+	if c.State() != ibcm.StateEstablished {
+		t.Fatalf("state %v, want ESTABLISHED", c.State())
+	}
+	c.Destroy() // DREQ, then TimeWait once the DREP is in
+	w.run(100 * time.Millisecond)
+	if c.State() != ibcm.StateTimeWait || w.a.Port.CM().Conns() != 1 {
+		t.Fatalf("state %v with %d connections, want TIMEWAIT with 1", c.State(), w.a.Port.CM().Conns())
+	}
+	if c.REQ() != nil || c.REP() != nil {
+		t.Error("the REQ and REP are kept through TimeWait")
+	}
+	runtime.GC()
+	if state.Value() != nil {
+		t.Fatal("a connection in TimeWait still holds its destroyed user's handler")
 	}
 }
 
