@@ -30,10 +30,10 @@ func (w *sendWQE) isReadOrAtomic() bool {
 }
 
 // sendQueue is a ring of send WQEs indexed by ever-increasing counters. It
-// starts small and doubles, up to its depth, when more WQEs are
-// outstanding at once than it has slots: a QP with a deep queue that it
-// never fills (most connections) keeps a few hundred bytes of slots, not
-// depth × sizeof(sendWQE).
+// has no slots until the first post, then doubles, up to its depth, when
+// more WQEs are outstanding at once than it has slots: a QP that never
+// sends keeps no slots, and one with a deep queue that it never fills (most
+// connections) a few hundred bytes, not depth × sizeof(sendWQE).
 type sendQueue struct {
 	slots             []sendWQE
 	depth             int // the most WQEs outstanding (max_send_wr)
@@ -41,13 +41,17 @@ type sendQueue struct {
 	head, tail        uint64
 }
 
-// sqFirstSlots is the number of slots a send queue starts with.
+// sqFirstSlots is the number of slots a send queue makes at its first post.
 const sqFirstSlots = 4
 
 func newSendQueue(depth, maxSGE, maxInline int) sendQueue {
-	q := sendQueue{depth: depth, maxSGE: max(maxSGE, 1), maxInline: maxInline}
-	q.slots = q.makeSlots(min(depth, sqFirstSlots))
-	return q
+	return sendQueue{depth: depth, maxSGE: max(maxSGE, 1), maxInline: maxInline}
+}
+
+// grownSize is the ring size after used slots (all in use) of a ring of
+// depth: first slots at the first push, then double, capped at depth.
+func grownSize(used, first, depth int) int {
+	return min(max(2*used, first), depth)
 }
 
 // makeSlots makes n slots, each slot's scatter list and inline buffer
@@ -68,14 +72,14 @@ func (q *sendQueue) makeSlots(n int) []sendWQE {
 	return slots
 }
 
-// grow doubles the ring (up to depth), moving the outstanding WQEs to
+// grow makes the first slots, or doubles the ring (up to depth), moving the outstanding WQEs to
 // their places in the new one. A moved WQE keeps its scatter list and
 // inline buffer (the old arrays stay alive through them); its AV and Bind
 // pointers are pointed at the moved copies. No *sendWQE is held across a
 // push, so nothing else points into the old ring.
 func (q *sendQueue) grow() {
 	old := q.slots
-	q.slots = q.makeSlots(min(2*len(old), q.depth))
+	q.slots = q.makeSlots(grownSize(len(old), sqFirstSlots, q.depth))
 	moveRing(old, q.slots, q.head, q.tail)
 	for i := q.head; i != q.tail; i++ {
 		w := q.at(i)
@@ -135,8 +139,8 @@ func (w *recvWQE) copyFrom(r *recvWQE) {
 	w.segs = append(w.segs[:0], r.segs...)
 }
 
-// recvQueue is a ring of receive WQEs that, as sendQueue, starts small
-// and doubles up to its depth.
+// recvQueue is a ring of receive WQEs that, as sendQueue, has no slots
+// until the first post and then doubles up to its depth.
 type recvQueue struct {
 	slots      []recvWQE
 	depth      int // the most receives posted (max_recv_wr)
@@ -144,13 +148,12 @@ type recvQueue struct {
 	head, tail uint64
 }
 
-// rqFirstSlots is the number of slots a receive queue starts with.
+// rqFirstSlots is the number of slots a receive queue makes at its first
+// post.
 const rqFirstSlots = 4
 
 func newRecvQueue(depth, maxSGE int) recvQueue {
-	q := recvQueue{depth: depth, maxSGE: max(maxSGE, 1)}
-	q.slots = q.makeSlots(min(depth, rqFirstSlots))
-	return q
+	return recvQueue{depth: depth, maxSGE: max(maxSGE, 1)}
 }
 
 // makeSlots makes n slots, their scatter lists carved from one array.
@@ -175,7 +178,7 @@ func (q *recvQueue) len() int             { return int(q.tail - q.head) }
 func (q *recvQueue) push() *recvWQE {
 	if q.tail-q.head == uint64(len(q.slots)) {
 		old := q.slots
-		q.slots = q.makeSlots(min(2*len(old), q.depth))
+		q.slots = q.makeSlots(grownSize(len(old), rqFirstSlots, q.depth))
 		moveRing(old, q.slots, q.head, q.tail)
 	}
 	r := q.at(q.tail)

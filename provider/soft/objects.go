@@ -107,7 +107,7 @@ type cq struct {
 
 // CreateCQ creates a completion queue.
 func (c *Context) CreateCQ(cqe int, ch provider.CompChannel, owner any) (provider.CQ, error) {
-	q := &cq{ctx: c, owner: owner, ring: make([]engine.Completion, min(cqe, cqFirstSlots)), cqe: cqe,
+	q := &cq{ctx: c, owner: owner, cqe: cqe,
 		nonEmpty: make(chan struct{}, 1), dead: make(chan struct{})}
 	if ch != nil {
 		sc, ok := ch.(*compChannel)
@@ -125,7 +125,9 @@ func (q *cq) Cap() int {
 	return q.cqe
 }
 
-// cqFirstSlots is the size a CQ's ring starts at.
+// cqFirstSlots is the size of a CQ's ring at its first completion (a CQ
+// that has had none has no ring); the ring doubles from there, up to the
+// CQ's size, as completions queue up.
 const cqFirstSlots = 8
 
 // regrow moves the queued completions into a new ring of size slots.
@@ -147,7 +149,7 @@ func (q *cq) Push(c *engine.Completion) bool {
 		return false
 	}
 	if q.n == len(q.ring) {
-		q.regrow(min(2*len(q.ring), q.cqe))
+		q.regrow(min(max(2*len(q.ring), cqFirstSlots), q.cqe))
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = *c
 	q.n++
