@@ -188,9 +188,14 @@ func (d *device) defaultPD() (*verbs.PD, error) {
 	return d.pd, d.pdErr
 }
 
-// deviceFor returns the verbs device bound to a, or nil.
+// deviceFor returns the verbs device bound to a, or nil. A device rdmacm
+// holds open on a is the answer without listing every provider's devices
+// (a listing reads sysfs, once per bind).
 func deviceFor(a netip.Addr) (*verbs.Device, error) {
 	a = a.Unmap()
+	if vd := openDeviceOn(a); vd != nil {
+		return vd, nil
+	}
 	ds, err := listDevices()
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
@@ -201,6 +206,19 @@ func deviceFor(a netip.Addr) (*verbs.Device, error) {
 		}
 	}
 	return nil, nil
+}
+
+// openDeviceOn returns the device rdmacm holds open that is bound to a, or
+// nil.
+func openDeviceOn(a netip.Addr) *verbs.Device {
+	devices.mu.Lock()
+	defer devices.mu.Unlock()
+	for vd, d := range devices.m {
+		if d.addr == a && vd.Addr().Unmap() == a {
+			return vd
+		}
+	}
+	return nil
 }
 
 // deviceOnInterfaceOf returns a device bound to another address of the
