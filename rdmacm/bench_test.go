@@ -47,6 +47,38 @@ type connector struct {
 	// set, unblocks accept when the batch fails (for listeners that
 	// take a deadline, not a context).
 	arm, abort func(deadline time.Time)
+	// workers run the batches' dials, accepts and closes.
+	workers *workers
+}
+
+// workers are goroutines that live as long as the benchmark and run the
+// batches' dials, accepts and closes, as a client's dialing goroutines
+// and a server's accept loop do: goroutines started for every batch would
+// each grow a stack anew (rdmacm's calls run deeper than Go's TCP ones), a
+// cost of the harness, not of setting up connections.
+type workers struct{ jobs chan func() }
+
+// newWorkers starts n workers, stopped when the benchmark ends.
+func newWorkers(b *testing.B, n int) *workers {
+	w := &workers{jobs: make(chan func())}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range w.jobs {
+				f()
+			}
+		}()
+	}
+	b.Cleanup(func() { close(w.jobs); wg.Wait() })
+	return w
+}
+
+// run runs f on a free worker; wg.Done is called when f returns.
+func (w *workers) run(wg *sync.WaitGroup, f func()) {
+	wg.Add(1)
+	w.jobs <- func() { defer wg.Done(); f() }
 }
 
 // rdmacmConnector listens on one soft device and dials from another, both
@@ -79,6 +111,7 @@ func rdmacmConnector(b *testing.B) *connector {
 			return c, nil
 		},
 		arm: func(time.Time) {}, abort: func(time.Time) {},
+		workers: newWorkers(b, 2*connectInFlight),
 	}
 }
 
@@ -97,9 +130,10 @@ func tcpConnector(b *testing.B) *connector {
 		dial: func(ctx context.Context) (io.Closer, error) { return d.DialContext(ctx, "tcp4", addr) },
 		// net.Listener.Accept takes no context: the batch's deadline
 		// is the listener's, set by arm and moved to the past by abort.
-		accept: func(context.Context) (io.Closer, error) { return tl.Accept() },
-		arm:    func(deadline time.Time) { tl.SetDeadline(deadline) },
-		abort:  func(time.Time) { tl.SetDeadline(time.Unix(1, 0)) },
+		accept:  func(context.Context) (io.Closer, error) { return tl.Accept() },
+		arm:     func(deadline time.Time) { tl.SetDeadline(deadline) },
+		abort:   func(time.Time) { tl.SetDeadline(time.Unix(1, 0)) },
+		workers: newWorkers(b, 2*connectInFlight),
 	}
 }
 
@@ -122,7 +156,6 @@ func (cn *connector) batch(n int) (setup, closing time.Duration, err error) {
 		firstErr error
 		fail     = func(e error) { errOnce.Do(func() { firstErr = e; cancel(); cn.abort(deadline) }) }
 		worker   = func(next *atomic.Int32, slot int, f func(context.Context) (io.Closer, error), what string) {
-			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {
@@ -139,9 +172,8 @@ func (cn *connector) batch(n int) (setup, closing time.Duration, err error) {
 	)
 	start := time.Now()
 	for range connectInFlight {
-		wg.Add(2)
-		go worker(&dialed, 0, cn.dial, "dial")
-		go worker(&accepted, n, cn.accept, "accept")
+		cn.workers.run(&wg, func() { worker(&dialed, 0, cn.dial, "dial") })
+		cn.workers.run(&wg, func() { worker(&accepted, n, cn.accept, "accept") })
 	}
 	wg.Wait()
 	setup = time.Since(start)
@@ -152,9 +184,7 @@ func (cn *connector) batch(n int) (setup, closing time.Duration, err error) {
 	var next atomic.Int32
 	errs := make([]error, connectInFlight)
 	for w := range connectInFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		cn.workers.run(&wg, func() {
 			for i := int(next.Add(1)) - 1; i < len(conns); i = int(next.Add(1)) - 1 {
 				if conns[i] != nil {
 					if err := conns[i].Close(); err != nil && errs[w] == nil {
@@ -162,7 +192,7 @@ func (cn *connector) batch(n int) (setup, closing time.Duration, err error) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	closing = time.Since(start)
