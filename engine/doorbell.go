@@ -13,15 +13,16 @@ import "time"
 // stream's posts, on one QP or many, go out in one batch: one system call
 // and, for a run of same-size packets, one GSO send, where each
 // PostSendList makes its own. A post to an idle queue (a ping-pong's next
-// message) is sent at once: nothing would join it.
-func (qp *QP) PostSendDeferred(now time.Time, wrs []SendWR) (n int, err error) {
+// message) is sent at once: nothing would join it. deferred reports
+// whether work requests now wait for FlushPosts.
+func (qp *QP) PostSendDeferred(now time.Time, wrs []SendWR) (n int, deferred bool, err error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	idle := qp.sq.empty()
 	n, err = qp.queueSends(now, wrs)
 	if idle {
 		qp.sendNow(now)
-		return n, err
+		return n, false, err
 	}
 	if n > 0 && !qp.rung {
 		qp.rung = true
@@ -30,7 +31,7 @@ func (qp *QP) PostSendDeferred(now time.Time, wrs []SendWR) (n int, err error) {
 		h.doorbell = append(h.doorbell, qp)
 		h.dbMu.Unlock()
 	}
-	return n, err
+	return n, qp.rung, err
 }
 
 // FlushPosts sends what PostSendDeferred queued, every QP's in one batch.

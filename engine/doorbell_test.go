@@ -33,24 +33,27 @@ func TestPostSendDeferred(t *testing.T) {
 		return SendWR{ID: id, Op: WRWrite, Flags: SendSignaled, SGL: p.sge(p.mra, off, 512),
 			RemoteAddr: p.mrb.Addr + uint64(off), RKey: p.mrb.RKey}
 	}
-	deferred := func(q *QP, wrs ...SendWR) {
+	deferred := func(q *QP, wrs ...SendWR) bool {
 		t.Helper()
-		if n, err := q.PostSendDeferred(p.now, wrs); n != len(wrs) || err != nil {
+		n, waits, err := q.PostSendDeferred(p.now, wrs)
+		if n != len(wrs) || err != nil {
 			t.Fatalf("PostSendDeferred = %d, %v; want %d, nil", n, err, len(wrs))
 		}
+		return waits
 	}
 	// A post to an idle QP goes out at once: nothing would join it.
-	deferred(p.a, write(1, 0))
-	deferred(a2, write(2, 512))
+	if deferred(p.a, write(1, 0)) || deferred(a2, write(2, 512)) {
+		t.Fatal("a post to an idle QP reports that it waits for FlushPosts")
+	}
 	if len(p.la.q) != 2 || sends != 2 {
 		t.Fatalf("posts to idle QPs: %d datagrams in %d sends, want 2 in 2", len(p.la.q), sends)
 	}
 	delivered := p.la.q
 	p.la.q, sends = nil, 0
 	// Behind outstanding ones, posts wait for FlushPosts.
-	deferred(p.a, write(3, 1024), write(4, 1536))
-	deferred(a2, write(5, 2048))
-	deferred(p.a, write(6, 2560))
+	if !deferred(p.a, write(3, 1024), write(4, 1536)) || !deferred(a2, write(5, 2048)) || !deferred(p.a, write(6, 2560)) {
+		t.Fatal("a post behind outstanding ones does not report that it waits for FlushPosts")
+	}
 	if len(p.la.q) != 0 || sends != 0 {
 		t.Fatalf("deferred posts sent before FlushPosts: %d datagrams in %d sends", len(p.la.q), sends)
 	}

@@ -548,8 +548,23 @@ const postChunk = 32
 
 // PostSend converts wrs to the engine's work requests in a stack buffer
 // and posts them postChunk at a time: nothing here keeps a pointer to the
-// caller's SGLs, so a PostSend with an SGL literal does not allocate.
+// caller's SGLs, so a PostSend with an SGL literal does not allocate. A
+// single work request (a ping-pong's, most posts) takes a buffer of one,
+// not the chunk's (about 6 KiB to clear on every call).
 func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
+	if len(wrs) == 1 {
+		var buf [1]engine.SendWR
+		var av engine.AV
+		var bind engine.Bind
+		useAV, useBind := toEngineSendWR(&wrs[0], &buf[0], &av, &bind)
+		if useAV {
+			buf[0].AV = &av
+		}
+		if useBind {
+			buf[0].Bind = &bind
+		}
+		return q.post(buf[:])
+	}
 	var buf [postChunk]engine.SendWR
 	var avs [postChunk]engine.AV // UD address vectors, copied too
 	var binds [postChunk]engine.Bind
@@ -557,45 +572,72 @@ func (q *qp) PostSend(wrs []provider.SendWR) (int, error) {
 	for done < len(wrs) {
 		chunk := wrs[done:min(done+postChunk, len(wrs))]
 		for n := range chunk {
-			wr := &chunk[n]
-			imm := wr.ImmData
-			if wr.Opcode == provider.WRSendWithInv || wr.Opcode == provider.WRLocalInv {
-				imm = wr.InvalidateRKey
+			useAV, useBind := toEngineSendWR(&chunk[n], &buf[n], &avs[n], &binds[n])
+			if useAV {
+				buf[n].AV = &avs[n]
 			}
-			buf[n] = engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
-				SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
-				CompareAdd: wr.CompareAdd, Swap: wr.Swap}
-			if wr.AH != nil {
-				// The engine copies the AV and the bind at post time.
-				avs[n] = wr.AH.ProviderAH().(*ah).av
-				buf[n].AV, buf[n].RemoteQPN, buf[n].RemoteQKey = &avs[n], wr.RemoteQPN, wr.RemoteQKey
-			}
-			if wr.Opcode == provider.WRBindMW {
-				b := &binds[n]
-				*b = engine.Bind{MW: wr.BindMW.ProviderMW().(*mw).e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
-					Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
-				if wr.BindInfo.MR != nil {
-					b.MR = wr.BindInfo.MR.ProviderMR().(*mr).e
-				}
-				buf[n].Bind = b
+			if useBind {
+				buf[n].Bind = &binds[n]
 			}
 		}
-		s := buf[:len(chunk)]
-		var n int
-		var err error
-		if now := softdev.Now(); q.ctx.run.DeferPosts(now) {
-			n, err = q.eqp.PostSendDeferred(now, s)
-			q.ctx.run.PostsDeferred()
-		} else {
-			n, err = q.eqp.PostSendList(now, s)
-		}
-		clear(s)
+		n, err := q.post(buf[:len(chunk)])
 		if err != nil {
-			return done + n, postErr(err)
+			return done + n, err
 		}
 		done += len(chunk)
 	}
 	return done, nil
+}
+
+// toEngineSendWR converts wr into w; a UD work request's address vector
+// goes to av and a bind's arguments to bind, and useAV and useBind say
+// whether w must point to them (the caller sets the pointers, so that
+// escape analysis keeps its buffers on the stack; the engine copies both
+// at post time).
+func toEngineSendWR(wr *provider.SendWR, w *engine.SendWR, av *engine.AV, bind *engine.Bind) (useAV, useBind bool) {
+	imm := wr.ImmData
+	if wr.Opcode == provider.WRSendWithInv || wr.Opcode == provider.WRLocalInv {
+		imm = wr.InvalidateRKey
+	}
+	*w = engine.SendWR{ID: wr.ID, Op: engine.WROp(wr.Opcode), Flags: uint32(wr.Flags),
+		SGL: engineSGL(wr.SGL), Imm: imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
+		CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+	if wr.AH != nil {
+		*av = wr.AH.ProviderAH().(*ah).av
+		w.RemoteQPN, w.RemoteQKey = wr.RemoteQPN, wr.RemoteQKey
+		useAV = true
+	}
+	if wr.Opcode == provider.WRBindMW {
+		*bind = engine.Bind{MW: wr.BindMW.ProviderMW().(*mw).e, RKey: wr.BindRKey, Addr: wr.BindInfo.Addr,
+			Length: wr.BindInfo.Length, Access: uint32(wr.BindInfo.Access)}
+		if wr.BindInfo.MR != nil {
+			bind.MR = wr.BindInfo.MR.ProviderMR().(*mr).e
+		}
+		useBind = true
+	}
+	return useAV, useBind
+}
+
+// post hands converted work requests to the engine: held for the device's
+// next flush while an application polls it (softdev.Device.DeferPosts),
+// sent at once otherwise. It clears s (its SGLs point into the caller's).
+func (q *qp) post(s []engine.SendWR) (int, error) {
+	var n int
+	var err error
+	if now := softdev.Now(); q.ctx.run.DeferPosts(now) {
+		var deferred bool
+		n, deferred, err = q.eqp.PostSendDeferred(now, s)
+		if deferred {
+			q.ctx.run.PostsDeferred()
+		}
+	} else {
+		n, err = q.eqp.PostSendList(now, s)
+	}
+	clear(s)
+	if err != nil {
+		return n, postErr(err)
+	}
+	return n, nil
 }
 
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
@@ -192,6 +193,12 @@ func (p *Port) flushLocked() error {
 // buffers. The device calls it after each batch it hands the engine, with
 // the same time.
 func (p *Port) Poll(now time.Time) {
+	if p.rcq.n.Load() == 0 {
+		// Nothing arrived on QP1: the device calls Poll after every
+		// batch it receives, and a data batch must not pay QP1's locks.
+		// (MADs are queued only while Poll delivers, so none wait.)
+		return
+	}
 	p.pollMu.Lock()
 	defer p.pollMu.Unlock()
 	if p.closed {
@@ -293,11 +300,13 @@ func (p *Port) Close() {
 type ringCQ struct {
 	mu sync.Mutex
 	q  []engine.Completion
+	n  atomic.Int32 // len(q), for a look without the lock
 }
 
 func (c *ringCQ) Push(x *engine.Completion) bool {
 	c.mu.Lock()
 	c.q = append(c.q, *x)
+	c.n.Store(int32(len(c.q)))
 	c.mu.Unlock()
 	return true
 }
@@ -306,6 +315,7 @@ func (c *ringCQ) drain(dst []engine.Completion) []engine.Completion {
 	c.mu.Lock()
 	dst = append(dst, c.q...)
 	c.q = c.q[:0]
+	c.n.Store(0)
 	c.mu.Unlock()
 	return dst
 }

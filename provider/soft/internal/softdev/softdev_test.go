@@ -217,7 +217,7 @@ func TestDeferredPostsGoOut(t *testing.T) {
 		}
 		now := Now()
 		wr := engine.SendWR{Op: engine.WRSend} // zero-length: one packet
-		if _, err := qp.PostSendDeferred(now, []engine.SendWR{wr}); err != nil {
+		if _, _, err := qp.PostSendDeferred(now, []engine.SendWR{wr}); err != nil {
 			t.Fatal(err)
 		}
 		select {
