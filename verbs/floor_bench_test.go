@@ -390,3 +390,64 @@ func BenchmarkUDPFloorPingPong8B(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/one-way")
 }
+
+// BenchmarkUDPFloorHop8B is the floor under BenchmarkRCSend8B in its own
+// shape: one goroutine carries every message across and back, and each
+// one-way hop is what RC requires of it on the wire — the SEND ONLY packet
+// (8 bytes of payload) and the ACK of the message that came the other way,
+// in one send (one GSO datagram, as the soft device sends them), then one
+// TryReceive (a non-blocking recvmmsg) on the other link, which finds them
+// already queued. The packets are prebuilt: no CRC computed, no transport,
+// no completion. ns/one-way against RCSend8B's is what the transport adds;
+// against TCPPingPong8B's, what RoCEv2 over UDP sockets costs by itself.
+func BenchmarkUDPFloorHop8B(b *testing.B) {
+	x, y := floorLink(b, "127.0.0.1"), floorLink(b, "127.0.0.2")
+	hop := func(dst netip.AddrPort) []link.Datagram {
+		send := make([]byte, wire.BTHLen+8+wire.ICRCLen)
+		wire.BTH(send).Encode(wire.RCSendOnly, false, 0, 0x12, true, 0)
+		ack := make([]byte, wire.BTHLen+wire.AETHLen+wire.ICRCLen)
+		wire.BTH(ack).Encode(wire.RCAck, false, 0, 0x12, false, 0)
+		return []link.Datagram{{Buf: send, Dst: dst}, {Buf: ack, Dst: dst}}
+	}
+	toX, toY := hop(x.LocalAddr()), hop(y.LocalAddr())
+	batch := make([]link.Datagram, 4)
+	for i := range batch {
+		batch[i].Buf = make([]byte, link.MaxDatagram)
+	}
+	// receive takes what u holds; on a loopback link the hop is queued
+	// when the send returns, so the first try normally finds it.
+	receive := func(u *link.UDP) {
+		for try := range 1 << 20 {
+			for i := range batch {
+				batch[i].Buf = batch[i].Buf[:cap(batch[i].Buf)]
+			}
+			n, err := u.TryReceive(batch)
+			if err != nil {
+				b.Fatalf("receive: %v", err)
+			}
+			if n > 0 {
+				return
+			}
+			if try == 1<<20-1 {
+				b.Fatal("a hop did not arrive")
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := x.Send(toY); err != nil {
+			b.Fatal(err)
+		}
+		receive(y)
+		if err := y.Send(toX); err != nil {
+			b.Fatal(err)
+		}
+		receive(x)
+	}
+	b.StopTimer()
+	if d := x.Stats().SendDrops + y.Stats().SendDrops + x.Stats().ReceiveDrops + y.Stats().ReceiveDrops; d > 0 {
+		b.Fatalf("%d datagrams dropped: the floor needs a lossless run", d)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/one-way")
+}
