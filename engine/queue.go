@@ -73,9 +73,9 @@ func (q *sendQueue) makeSlots(n int) []sendWQE {
 }
 
 // grow makes the first slots, or doubles the ring (up to depth), moving
-// the outstanding WQEs to their places in the new one. A moved WQE keeps its scatter list and
-// inline buffer (the old arrays stay alive through them); its AV and Bind
-// pointers are pointed at the moved copies. No *sendWQE is held across a
+// the outstanding WQEs to their places in the new one. A moved WQE keeps
+// its scatter list and inline buffer (the old arrays stay alive through
+// them); its AV and Bind pointers are pointed at the moved copies. No *sendWQE is held across a
 // push, so nothing else points into the old ring.
 func (q *sendQueue) grow() {
 	old := q.slots
