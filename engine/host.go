@@ -488,7 +488,7 @@ type txBatch struct {
 	// iovec cost more than the copy of a short packet itself.
 	arena []byte
 	used  int             // bytes of arena taken
-	seal  wire.ICRCSealer // the pseudo header's CRC, kept while a QP's packets stay one size
+	seal  wire.ICRCSealer // the pseudo header's CRC for UD packets, kept while their flow stays one
 }
 
 // smallPacket is the longest packet a txBatch places in its arena.
@@ -534,7 +534,7 @@ func (t *txBatch) packet(qp *QP, op wire.Opcode, n int) []byte {
 func (t *txBatch) commit(qp *QP, b []byte) {
 	h := t.h
 	dst := netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)
-	t.seal.Put(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port, b)
+	qp.icrc.Put(b)
 	qp.stats.Sent.Add(1)
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
 }

@@ -110,6 +110,9 @@ type QP struct {
 	// the rxe-style choice; see link.Link.SourcePort).
 	sport uint16
 	mtu   int
+	// icrc is the ICRC start of the packets to the peer (attr.Remote,
+	// from sport), kept with them.
+	icrc wire.ICRCFlow
 	// keys caches the MRs last named by this QP's work requests and by
 	// its peer's requests (see KeyCache).
 	keys KeyCache
@@ -213,6 +216,10 @@ func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
 	if mask&(AttrAV|AttrDestQPN) != 0 && qp.attr.DestQPN != 0 {
 		want := wire.SourcePort(qp.qpn, qp.attr.DestQPN, qp.attr.FlowLabel)
 		qp.sport = qp.host.sourcePort(want)
+	}
+	if mask&(AttrAV|AttrDestQPN) != 0 {
+		h := qp.host
+		qp.icrc = wire.NewICRCFlow(h.cfg.Addr, qp.attr.Remote, qp.sport, h.cfg.Port)
 	}
 	if mask&AttrState != 0 {
 		qp.host.log.Debug("engine: QP modify", "qpn", qp.qpn, "from", int(qp.st), "to", int(a.State))

@@ -90,6 +90,7 @@ func init() {
 	v4PrefixState = crcRaw(s, []byte{0x45, 0xff})
 	v6PrefixState = crcRaw(s, []byte{0x6f, 0xff, 0xff, 0xff})
 	initZeroOps()
+	initLenTab()
 }
 
 // crcRaw advances a raw (non-inverted) reflected CRC-32 state over p.
