@@ -190,10 +190,12 @@ type UDP struct {
 	extra atomic.Pointer[map[uint16]*udpSock]
 
 	// mu serialises SourcePort's copy-on-write of extra with Close (which
-	// sets closed under it) and guards failed, the ports that could not be
-	// bound.
+	// sets closed under it) and guards opened, the ports of extra in the
+	// order they were bound, and alias, the port given for each port that
+	// could not be bound.
 	mu     sync.Mutex
-	failed map[uint16]struct{}
+	opened []uint16
+	alias  map[uint16]uint16
 
 	closed atomic.Bool
 	once   sync.Once
@@ -249,7 +251,7 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 		is4:      addr.Is4(),
 		log:      opts.Logger,
 		maxSrc:   opts.MaxSourcePorts,
-		failed:   make(map[uint16]struct{}),
+		alias:    make(map[uint16]uint16),
 	}
 	if u.log == nil {
 		u.log = slog.Default()
@@ -409,11 +411,17 @@ func (u *UDP) MaxBatch() int { return maxBatch }
 
 // SourcePort returns the UDP source port that datagrams sent with Src port
 // want will carry. The first time a port is asked for, the link tries to bind
-// a send-only socket on its address and that port; if the port is taken (or
-// the cap of UDPOptions.MaxSourcePorts is reached, or the link is closed) it
-// returns the link's own port, for that port from then on. Both results are
-// remembered, so repeated calls are cheap and stable, except that a port
-// refused only because of the cap or Close is not remembered as failed.
+// a send-only socket on its address and that port. If the port is taken, or
+// the cap of UDPOptions.MaxSourcePorts is reached, the datagrams leave from
+// one of the first source-port sockets opened instead (chosen by want, so
+// QPs stay spread over a few ports), and from the link's own port only when
+// none is open (or the link is closed). Results are stable: a port given once is
+// given again for the same want, except after Close.
+//
+// The link's own socket is the one Receive waits on, and on Linux every
+// datagram it sends wakes that wait's epoll entry when the kernel frees
+// it; sending from the send-only sockets spares that, and keeps the
+// source ports varied, as ECMP wants.
 func (u *UDP) SourcePort(want uint16) uint16 {
 	own := u.local.Port()
 	if want == 0 || want == own {
@@ -428,15 +436,23 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 	if _, ok := cur[want]; ok {
 		return want
 	}
-	if _, bad := u.failed[want]; bad || u.closed.Load() || len(cur) >= u.maxSrc {
+	if u.closed.Load() {
 		return own
+	}
+	if p, ok := u.alias[want]; ok {
+		return p
+	}
+	if len(cur) >= u.maxSrc {
+		// The cap is reached, so the open ports no longer change.
+		return u.sharedPort(want)
 	}
 	s, err := u.open(want, -1, true)
 	if err != nil {
-		u.failed[want] = struct{}{}
-		u.log.Debug("link: source port unavailable, sending from the link's own port",
-			"local", u.local, "port", want, "err", err)
-		return own
+		p := u.sharedPort(want)
+		u.alias[want] = p
+		u.log.Debug("link: source port unavailable, sending from another",
+			"local", u.local, "port", want, "from", p, "err", err)
+		return p
 	}
 	next := make(map[uint16]*udpSock, len(cur)+1)
 	for p, x := range cur {
@@ -444,8 +460,24 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 	}
 	next[want] = s
 	u.extra.Store(&next)
+	u.opened = append(u.opened, want)
 	u.log.Debug("link: opened source-port socket", "local", u.local, "port", want)
 	return want
+}
+
+// sharedSourcePorts is how many of the first source-port sockets carry
+// the datagrams of ports that got none: few enough that their kernel state
+// stays in cache when many QPs send in turn (spread over all 256, sending
+// cost as much as the wake-ups it spared).
+const sharedSourcePorts = 8
+
+// sharedPort returns the open source port that want shares, or the link's
+// own when none is open. u.mu is held.
+func (u *UDP) sharedPort(want uint16) uint16 {
+	if len(u.opened) == 0 {
+		return u.local.Port()
+	}
+	return u.opened[int(want)%min(len(u.opened), sharedSourcePorts)]
 }
 
 // Send transmits the datagrams in order. Each leaves from the socket bound

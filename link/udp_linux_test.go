@@ -288,9 +288,37 @@ func TestUDPSourcePort(t *testing.T) {
 	if n := a.Stats().SourcePorts; n != 2 {
 		t.Errorf("Stats().SourcePorts = %d, want 2", n)
 	}
-	// The cap is reached.
-	if p := a.SourcePort(ports[1] ^ 1); p != own {
-		t.Errorf("SourcePort beyond the cap = %d, want %d", p, own)
+	// The cap is reached: other ports share the open ones, stably.
+	for _, w := range []uint16{ports[1] ^ 1, ports[1] ^ 2, ports[1] ^ 3} {
+		p := a.SourcePort(w)
+		if p != ports[0] && p != ports[1] {
+			t.Errorf("SourcePort(%d) beyond the cap = %d, want one of %v", w, p, ports)
+		}
+		if q := a.SourcePort(w); q != p {
+			t.Errorf("SourcePort(%d) beyond the cap = %d, then %d", w, p, q)
+		}
+	}
+	if n := a.Stats().SourcePorts; n != 2 {
+		t.Errorf("Stats().SourcePorts = %d after the cap, want 2", n)
+	}
+	// A port taken once some are open shares one of them too.
+	taken2, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken2.Close()
+	c2 := listenTest(t, "127.0.0.1", UDPOptions{})
+	var open2 uint16
+	for i := 0; open2 == 0 && i < 100; i++ {
+		if w := uint16(0xC000 + rand.IntN(0x3FFF)); c2.SourcePort(w) == w {
+			open2 = w
+		}
+	}
+	if open2 == 0 {
+		t.Fatal("could bind no free source port")
+	}
+	if p := c2.SourcePort(uint16(taken2.LocalAddr().(*net.UDPAddr).Port)); p != open2 {
+		t.Errorf("SourcePort(taken) with %d open = %d", open2, p)
 	}
 
 	// Send through all of them in one batch; b sees the chosen ports, in order.
