@@ -13,7 +13,7 @@ import (
 // does up to the end of a batch: B owes the coalesced ACK then.
 func owedAck(t *testing.T, p *pair) {
 	t.Helper()
-	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
+	must(t, p.b.PostRecv(&RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
 	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
 	if len(p.la.q) != 1 {
 		t.Fatalf("A sent %d datagrams, want 1", len(p.la.q))
@@ -81,7 +81,7 @@ func TestDestroyWaitsForAckBeingSent(t *testing.T) {
 	p := newPair(t, 0)
 	g := &gateLink{entered: make(chan struct{}), gate: make(chan struct{})}
 	p.hb.cfg.Link = g
-	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
+	must(t, p.b.PostRecv(&RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 64)}))
 	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 64)}))
 	reqs := p.la.q
 	p.la.q = nil

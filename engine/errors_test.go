@@ -172,7 +172,7 @@ func (p *pair) postA(wr SendWR) {
 
 func (p *pair) recvB(id uint64, mr *MR, off, n int) {
 	p.t.Helper()
-	must(p.t, p.b.PostRecv(p.now, &RecvWR{ID: id, SGL: p.sge(mr, off, n)}))
+	must(p.t, p.b.PostRecv(&RecvWR{ID: id, SGL: p.sge(mr, off, n)}))
 }
 
 // seal writes the ICRC of b as sent from src to dst with A's source port and

@@ -107,7 +107,7 @@ func TestEventCommEst(t *testing.T) {
 			// RTS: more traffic, in both directions, raises nothing.
 			p.b.Modify(p.now, &Attr{State: StateRTS}, AttrState)
 			p.recvB(53, p.mrb, 16384, 4096)
-			must(t, p.a.PostRecv(p.now, &RecvWR{ID: 9, SGL: p.sge(p.mra, 65536, 4096)}))
+			must(t, p.a.PostRecv(&RecvWR{ID: 9, SGL: p.sge(p.mra, 65536, 4096)}))
 			p.postA(SendWR{ID: 4, Op: WRSend, SGL: p.sge(p.mra, 0, 100)})
 			must(t, p.b.PostSend(p.now, &SendWR{ID: 5, Op: WRSend, SGL: p.sge(p.mrb, 0, 100)}))
 			p.run(time.Second)

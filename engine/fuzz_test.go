@@ -28,7 +28,7 @@ func FuzzHostReceive(f *testing.F) {
 	f.Add([]byte{}, true)
 	f.Fuzz(func(t *testing.T, pkt []byte, fixICRC bool) {
 		p := newPair(t, AccessRemoteWrite|AccessRemoteRead|AccessRemoteAtomic)
-		must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 4096)}))
+		must(t, p.b.PostRecv(&RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 4096)}))
 		must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 3000)}))
 		b := append([]byte(nil), pkt...)
 		if len(b) >= wire.BTHLen+wire.ICRCLen {
@@ -56,7 +56,7 @@ func FuzzHostReceive(f *testing.F) {
 		p.run(10 * time.Second)
 		// A fresh pair is unaffected by whatever happened to this one.
 		q := newPair(t, AccessRemoteWrite)
-		must(t, q.b.PostRecv(q.now, &RecvWR{ID: 9, SGL: q.sge(q.mrb, 0, 64)}))
+		must(t, q.b.PostRecv(&RecvWR{ID: 9, SGL: q.sge(q.mrb, 0, 64)}))
 		must(t, q.a.PostSend(q.now, &SendWR{ID: 9, Op: WRSend, Flags: SendSignaled, SGL: q.sge(q.mra, 0, 64)}))
 		q.run(time.Second)
 		if c := q.acq.take(); len(c) != 1 || c[0].Status != StatusSuccess {

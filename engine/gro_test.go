@@ -48,7 +48,7 @@ func TestReceivePolledDefersAck(t *testing.T) {
 	p := newPair(t, allRemote)
 	p.recvB(50, p.mrb, 0, 64)
 	p.recvB(51, p.mrb, 64, 64)
-	must(t, p.a.PostRecv(p.now, &RecvWR{ID: 60, SGL: p.sge(p.mra, 256, 64)}))
+	must(t, p.a.PostRecv(&RecvWR{ID: 60, SGL: p.sge(p.mra, 256, 64)}))
 	p.postA(SendWR{ID: 1, Op: WRSend, Flags: SendSignaled, SGL: p.sge(p.mra, 0, 8)})
 	reqs := p.la.q
 	p.la.q = nil

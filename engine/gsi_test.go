@@ -43,8 +43,8 @@ func TestGSI(t *testing.T) {
 	}
 	mad := make([]byte, 256)
 	fill(mad, 9)
-	must(t, p.b.PostRecv(p.now, &RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 4096)}))
-	must(t, g[1].PostRecv(p.now, &RecvWR{ID: 2, SGL: p.sge(p.mrb, 8192, GRHLen+256)}))
+	must(t, p.b.PostRecv(&RecvWR{ID: 1, SGL: p.sge(p.mrb, 0, 4096)}))
+	must(t, g[1].PostRecv(&RecvWR{ID: 2, SGL: p.sge(p.mrb, 8192, GRHLen+256)}))
 	c := p.capture()
 	send := func(qkey uint32) {
 		t.Helper()
@@ -76,7 +76,7 @@ func TestGSI(t *testing.T) {
 		t.Fatal("an ordinary QP received the MAD")
 	}
 	// A wrong Q_Key is dropped and counted.
-	must(t, g[1].PostRecv(p.now, &RecvWR{ID: 3, SGL: p.sge(p.mrb, 8192, GRHLen+256)}))
+	must(t, g[1].PostRecv(&RecvWR{ID: 3, SGL: p.sge(p.mrb, 8192, GRHLen+256)}))
 	drops := p.hb.Stats().DropQKey.Load()
 	send(0x1234)
 	if len(gcq[1].take()) != 0 || p.hb.Stats().DropQKey.Load() != drops+1 {

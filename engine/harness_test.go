@@ -134,7 +134,7 @@ func TestSmokeSendWriteReadAtomic(t *testing.T) {
 	for i := range 5000 {
 		p.mema[i] = byte(i * 7)
 	}
-	if err := p.b.PostRecv(p.now, &RecvWR{ID: 77, SGL: p.sge(p.mrb, 0, 8192)}); err != nil {
+	if err := p.b.PostRecv(&RecvWR{ID: 77, SGL: p.sge(p.mrb, 0, 8192)}); err != nil {
 		t.Fatal(err)
 	}
 	must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSendImm, Flags: SendSignaled, Imm: 0xdeadbeef, SGL: p.sge(p.mra, 0, 5000)}))

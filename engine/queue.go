@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/rdma-go/rdma-go/wire"
 )
@@ -232,7 +231,7 @@ func copyFrom(dst []byte, segs [][]byte, off int) {
 
 // PostRecv validates a receive work request and queues it. On a QP in ERR
 // the receive completes at once with WR_FLUSH_ERR.
-func (qp *QP) PostRecv(now time.Time, wr *RecvWR) error {
+func (qp *QP) PostRecv(wr *RecvWR) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.st == StateReset {

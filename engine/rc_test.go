@@ -379,7 +379,7 @@ func TestResetReconnect(t *testing.T) {
 			if err := p.a.PostSend(p.now, &SendWR{ID: 7, Op: WRSend, SGL: p.sge(p.mra, 0, 10)}); err != ErrBadState {
 				t.Fatalf("PostSend in RESET: %v", err)
 			}
-			if err := p.b.PostRecv(p.now, &RecvWR{ID: 7, SGL: p.sge(p.mrb, 0, 10)}); err != ErrBadState {
+			if err := p.b.PostRecv(&RecvWR{ID: 7, SGL: p.sge(p.mrb, 0, 10)}); err != ErrBadState {
 				t.Fatalf("PostRecv in RESET: %v", err)
 			}
 			p.run(10 * wire.AckTimeout(14))

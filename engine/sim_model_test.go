@@ -263,7 +263,7 @@ func (s *sim) newQP(h *simHost, par simParams, end int) *simQP {
 	q.dstMR = mem.Register(simPD, q.dst, AccessLocalWrite)
 	if q.rq == nil {
 		q.rq = s.newRQ(h, fmt.Sprintf("rq of qp%d", q.idx), par.rqDepth, q.maxMsg, 0)
-		q.rq.post = func(wr *RecvWR) error { return q.qp.PostRecv(s.now, wr) }
+		q.rq.post = func(wr *RecvWR) error { return q.qp.PostRecv(wr) }
 		q.rq.queued = func() int {
 			q.qp.mu.Lock()
 			defer q.qp.mu.Unlock()

@@ -639,7 +639,7 @@ func ucLossy(t *testing.T, seed int64, f memlink.Faults, strict bool) {
 	mra := ha.Mem().Register(1, mema, AccessLocalWrite)
 	mrb := hb.Mem().Register(1, memb, AccessLocalWrite)
 	for i := range nRecv {
-		must(t, b.PostRecv(n.now, &RecvWR{ID: uint64(i), SGL: []SGE{{Addr: mrb.Addr + uint64(i*slot), Length: slot, LKey: mrb.LKey}}}))
+		must(t, b.PostRecv(&RecvWR{ID: uint64(i), SGL: []SGE{{Addr: mrb.Addr + uint64(i*slot), Length: slot, LKey: mrb.LKey}}}))
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xC0FFEE))
 	var delivered []uint32
@@ -671,7 +671,7 @@ func ucLossy(t *testing.T, seed int64, f memlink.Faults, strict bool) {
 				maxSeen = int(seq)
 			}
 			delivered = append(delivered, seq)
-			must(t, b.PostRecv(n.now, &RecvWR{ID: r.WRID, SGL: []SGE{{Addr: mrb.Addr + r.WRID*slot, Length: slot, LKey: mrb.LKey}}}))
+			must(t, b.PostRecv(&RecvWR{ID: r.WRID, SGL: []SGE{{Addr: mrb.Addr + r.WRID*slot, Length: slot, LKey: mrb.LKey}}}))
 		}
 	}
 	nextPost := n.now

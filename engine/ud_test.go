@@ -109,7 +109,7 @@ func TestUDSendRecv(t *testing.T) {
 						if split {
 							sgl = []SGE{{Addr: p.mrb.Addr, Length: 16, LKey: p.mrb.LKey}, {Addr: p.mrb.Addr + 16, Length: uint32(GRHLen + n - 16), LKey: p.mrb.LKey}}
 						}
-						must(t, p.b.PostRecv(p.now, &RecvWR{ID: 50, SGL: sgl}))
+						must(t, p.b.PostRecv(&RecvWR{ID: 50, SGL: sgl}))
 						p.postA(SendWR{ID: 1, Op: op, Flags: SendSignaled | SendSolicited, Imm: 0xCAFEF00D, SGL: p.sge(p.mra, 64, n),
 							AV: &AV{Remote: fam.b}, RemoteQPN: p.b.QPN(), RemoteQKey: udQKey})
 						sc := p.acq.take()
@@ -178,7 +178,7 @@ func TestUDAddressing(t *testing.T) {
 	fill(p.mema, 3)
 	for i := range 4 {
 		p.recvB(uint64(50+i), p.mrb, i*2048, 2048)
-		must(t, b2.PostRecv(p.now, &RecvWR{ID: uint64(60 + i), SGL: p.sge(p.mrb, 65536+i*2048, 2048)}))
+		must(t, b2.PostRecv(&RecvWR{ID: uint64(60 + i), SGL: p.sge(p.mrb, 65536+i*2048, 2048)}))
 	}
 	c := p.capture()
 	// b2 is in INIT: dropped.
@@ -335,7 +335,7 @@ func TestUDSmallBuffer(t *testing.T) {
 			if tc.buf > 0 {
 				sgl = p.sge(p.mrb, 0, tc.buf)
 			}
-			must(t, p.b.PostRecv(p.now, &RecvWR{ID: 50, SGL: sgl}))
+			must(t, p.b.PostRecv(&RecvWR{ID: 50, SGL: sgl}))
 			p.recvB(51, p.mrb, 8192, GRHLen+tc.n)
 			p.postA(p.udTo(1, WRSend, addrB, p.b.QPN(), udQKey, 0, tc.n))
 			p.postA(p.udTo(2, WRSend, addrB, p.b.QPN(), udQKey, 0, tc.n))
@@ -385,7 +385,7 @@ func udLossy(t *testing.T, aAddr, bAddr netip.Addr, seed int64) {
 	mra := ha.Mem().Register(1, mema, AccessLocalWrite)
 	mrb := hb.Mem().Register(1, memb, AccessLocalWrite)
 	post := func(id uint64) {
-		must(t, b.PostRecv(n.now, &RecvWR{ID: id, SGL: []SGE{{Addr: mrb.Addr + id*slot, Length: slot, LKey: mrb.LKey}}}))
+		must(t, b.PostRecv(&RecvWR{ID: id, SGL: []SGE{{Addr: mrb.Addr + id*slot, Length: slot, LKey: mrb.LKey}}}))
 	}
 	for i := range nRecv {
 		post(uint64(i))

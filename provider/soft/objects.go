@@ -641,9 +641,8 @@ func (q *qp) post(s []engine.SendWR) (int, error) {
 }
 
 func (q *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
-	now := softdev.Now()
 	for i := range wrs {
-		if err := q.eqp.PostRecv(now, &engine.RecvWR{ID: wrs[i].ID, SGL: engineSGL(wrs[i].SGL)}); err != nil {
+		if err := q.eqp.PostRecv(&engine.RecvWR{ID: wrs[i].ID, SGL: engineSGL(wrs[i].SGL)}); err != nil {
 			return i, postErr(err)
 		}
 	}

@@ -106,7 +106,7 @@ func Open(h *engine.Host, cfg Config) (*Port, error) {
 		qp.Modify(now, &engine.Attr{State: st}, engine.AttrState)
 	}
 	for i := range cfg.Receives {
-		if err := p.post(now, i); err != nil {
+		if err := p.post(i); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -136,9 +136,9 @@ func (p *Port) CM() *ibcm.Manager { return p.cm }
 // Host returns the engine the port runs on.
 func (p *Port) Host() *engine.Host { return p.host }
 
-func (p *Port) post(now time.Time, i int) error {
+func (p *Port) post(i int) error {
 	sge := engine.SGE{Addr: p.rmr.Addr + uint64(i*slot), Length: slot, LKey: p.rmr.LKey}
-	if err := p.qp.PostRecv(now, &engine.RecvWR{ID: uint64(i), SGL: []engine.SGE{sge}}); err != nil {
+	if err := p.qp.PostRecv(&engine.RecvWR{ID: uint64(i), SGL: []engine.SGE{sge}}); err != nil {
 		return fmt.Errorf("gsi: post receive: %w", err)
 	}
 	return nil
@@ -221,7 +221,7 @@ func (p *Port) Poll(now time.Time) {
 		idx := int(c.WRID)
 		if c.Status != engine.StatusSuccess {
 			if c.Status != engine.StatusWRFlushErr {
-				_ = p.post(now, idx)
+				_ = p.post(idx)
 			}
 			continue
 		}
@@ -237,7 +237,7 @@ func (p *Port) Poll(now time.Time) {
 				testHookDelivered()
 			}
 		}
-		if err := p.post(now, idx); err != nil {
+		if err := p.post(idx); err != nil {
 			p.log.Error("gsi: cannot repost a QP1 receive", "err", err)
 		}
 	}
