@@ -2,6 +2,7 @@ package softdev
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdma-go/rdma-go/engine"
@@ -62,7 +63,7 @@ func newTimerWheel() *timerWheel {
 // it.
 func (w *timerWheel) add(t *QPTimer, tick int64) {
 	t.gen++
-	t.tick = tick
+	t.tick.Store(tick)
 	s := &w.slots[tick&(wheelSlots-1)]
 	*s = append(*s, wheelEntry{t, t.gen})
 	w.n++
@@ -92,12 +93,12 @@ func (w *timerWheel) collect(now int64) (due []*engine.QP, next int64) {
 			switch {
 			case e.gen != t.gen:
 				w.n-- // re-armed elsewhere, or stopped
-			case t.tick > now:
+			case t.tick.Load() > now:
 				keep = append(keep, e) // a later turn
 			default:
 				w.n--
-				t.tick = 0
-				if !t.idle && !t.closed && t.qp != nil {
+				t.tick.Store(0) // before idle is read: see Arm
+				if !t.idle.Load() && !t.closed && t.qp != nil {
 					due = append(due, t.qp)
 				}
 			}
@@ -161,16 +162,16 @@ func (d *Device) runWheel() {
 // QPTimer drives one QP's engine deadlines: through the device's wheel,
 // or a Go timer for deadlines nearer than wheelNear.
 type QPTimer struct {
-	w  *timerWheel // w.mu guards every field
+	w  *timerWheel // w.mu guards every field but idle, and tick's stores
 	qp *engine.QP
 	// The wheel entry: tick is the tick it fires at (0: not in the
 	// wheel), gen tells the live entry from stale ones.
-	tick int64
+	tick atomic.Int64
 	gen  uint32
 	// The Go timer: at is when it fires (zero when it is not running).
 	t      *time.Timer
 	at     time.Time
-	idle   bool // the QP has no deadline left: an expiry does nothing
+	idle   atomic.Bool // the QP has no deadline left: an expiry does nothing
 	closed bool
 }
 
@@ -192,20 +193,29 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 // later than one already armed waits for that one: OnTimer arms the next.
 // The engine calls Arm with the QP locked, so it must not call into the
 // QP.
+//
+// Arm takes no lock in the common cases: the zero time, and a deadline no
+// earlier than the wheel entry armed (a QP's every send pushes its
+// deadline later). idle is stored before tick is loaded, and the wheel
+// clears tick before it loads idle, so an entry that fires meanwhile sees
+// the QP busy.
 func (t *QPTimer) Arm(at time.Time) {
+	if at.IsZero() {
+		t.idle.Store(true)
+		return
+	}
+	t.idle.Store(false)
+	tick := tickOf(at)
+	if cur := t.tick.Load(); cur != 0 && cur <= tick {
+		return // the wheel entry armed fires first
+	}
 	w := t.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t.closed {
 		return
 	}
-	if at.IsZero() {
-		t.idle = true
-		return
-	}
-	t.idle = false
-	tick := tickOf(at)
-	if (t.tick != 0 && t.tick <= tick) || (!t.at.IsZero() && !at.Before(t.at)) {
+	if cur := t.tick.Load(); (cur != 0 && cur <= tick) || (!t.at.IsZero() && !at.Before(t.at)) {
 		return // something armed fires first
 	}
 	now := Now()
@@ -226,7 +236,7 @@ func (t *QPTimer) fire() {
 	t.w.mu.Lock()
 	qp := t.qp
 	t.at = time.Time{}
-	skip := t.closed || t.idle
+	skip := t.closed || t.idle.Load()
 	t.w.mu.Unlock()
 	if qp == nil || skip {
 		return

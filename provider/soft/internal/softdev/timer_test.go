@@ -39,7 +39,7 @@ func TestTimerWheel(t *testing.T) {
 	step(103, []*engine.QP{qb}, 105)
 	w.add(a, 110) // re-armed: the entry at 105 goes stale
 	step(105, nil, 110)
-	a.idle = true
+	a.idle.Store(true)
 	step(110, nil, 105+wheelSlots)
 	if w.n != 1 {
 		t.Fatalf("%d entries left, want c's", w.n)
@@ -64,23 +64,23 @@ func TestQPTimerArm(t *testing.T) {
 	defer q.Stop()
 	now := Now()
 	q.Arm(now.Add(time.Second))
-	if q.tick != tickOf(now.Add(time.Second)) || !q.at.IsZero() {
-		t.Fatalf("a deadline 1 s away: tick %d, Go timer at %v", q.tick, q.at)
+	if q.tick.Load() != tickOf(now.Add(time.Second)) || !q.at.IsZero() {
+		t.Fatalf("a deadline 1 s away: tick %d, Go timer at %v", q.tick.Load(), q.at)
 	}
 	q.Arm(now.Add(2 * time.Second))
-	if q.tick != tickOf(now.Add(time.Second)) {
+	if q.tick.Load() != tickOf(now.Add(time.Second)) {
 		t.Fatal("a later deadline moved the armed one")
 	}
 	q.Arm(now.Add(100 * time.Millisecond))
-	if q.tick != tickOf(now.Add(100*time.Millisecond)) || w.n != 2 {
-		t.Fatalf("an earlier deadline: tick %d (want %d), %d entries (one stale)", q.tick, tickOf(now.Add(100*time.Millisecond)), w.n)
+	if q.tick.Load() != tickOf(now.Add(100*time.Millisecond)) || w.n != 2 {
+		t.Fatalf("an earlier deadline: tick %d (want %d), %d entries (one stale)", q.tick.Load(), tickOf(now.Add(100*time.Millisecond)), w.n)
 	}
 	q.Arm(now.Add(wheelNear / 4))
 	if q.at.IsZero() || q.t == nil {
 		t.Fatal("a deadline nearer than wheelNear did not get a Go timer")
 	}
 	q.Arm(time.Time{})
-	if !q.idle || q.tick == 0 {
+	if !q.idle.Load() || q.tick.Load() == 0 {
 		t.Fatal("Arm(zero): want idle, still in the wheel")
 	}
 }
