@@ -124,11 +124,14 @@ func (qp *QP) count(c *atomic.Uint64) {
 	(*atomic.Uint64)(unsafe.Add(unsafe.Pointer(&qp.stats), off)).Add(1)
 }
 
-// Stats returns the QP's own counters: what the device counted for
-// packets, requests and completions of this QP. Counters of the device
-// alone (malformed packets, unknown QPNs, ICRC errors, bytes, send errors,
-// link failures) stay 0.
-func (qp *QP) Stats() *Stats { return &qp.stats }
-
-// Counters returns a snapshot of the QP's counters.
-func (qp *QP) Counters() Counters { return qp.stats.Snapshot() }
+// Counters returns a snapshot of the QP's own counters: what the device
+// counted for packets, requests and completions of this QP. Counters of
+// the device alone (malformed packets, unknown QPNs, ICRC errors, bytes,
+// send errors, link failures) stay 0.
+func (qp *QP) Counters() Counters {
+	c := qp.stats.Snapshot()
+	qp.mu.Lock()
+	c.Sent, c.Received = qp.sent, qp.received
+	qp.mu.Unlock()
+	return c
+}

@@ -301,9 +301,12 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 		h.rxTx = newTxBatch(h, h.cfg.MaxBatch)
 	}
 	tx := h.rxTx
+	var pkts, bytes int
 	for i := range batch {
 		d := &batch[i]
+		bytes += len(d.Buf)
 		if d.SegSize <= 0 || d.SegSize >= len(d.Buf) {
+			pkts++
 			h.receiveOne(now, d, tx)
 			continue
 		}
@@ -312,19 +315,23 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 		for b := d.Buf; len(b) > 0; {
 			n := min(d.SegSize, len(b))
 			seg.Buf = b[:n:n]
+			pkts++
 			h.receiveOne(now, &seg, tx)
 			b = b[n:]
 		}
 	}
+	// Counted once per batch: an atomic add per packet cost as much as
+	// a lock.
+	h.stats.Received.Add(uint64(pkts))
+	h.stats.ReceivedBytes.Add(uint64(bytes))
 	if !deferAcks {
 		h.flushAcks(tx)
 	}
 	h.flush(tx)
 }
 
+// receiveOne processes one datagram; receive counts it.
 func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
-	h.count(&h.stats.Received)
-	h.stats.ReceivedBytes.Add(uint64(len(d.Buf)))
 	p := &h.rxPkt
 	if err := p.Parse(d.Buf); err != nil {
 		h.count(&h.stats.DropMalformed)
@@ -366,7 +373,7 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 		qp.count(&h.stats.DropState)
 		return
 	}
-	qp.stats.Received.Add(1)
+	qp.received++
 	qp.commEstablished()
 	switch {
 	case qp.cfg.Type == QPTypeUD:
@@ -393,7 +400,7 @@ func transportOf(t QPType) wire.Opcode {
 }
 
 // Stats counts what the device received, sent and dropped. Every QP keeps a
-// Stats of its own (QP.Stats) with the counters of what concerned it; the
+// set of its own (QP.Counters) with the counters of what concerned it; the
 // device's are the sums, plus what no QP could be named for (malformed
 // packets, unknown QPNs, ICRC errors, link failures).
 //
@@ -535,7 +542,7 @@ func (t *txBatch) commit(qp *QP, b []byte) {
 	h := t.h
 	dst := netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)
 	qp.icrc.Put(b)
-	qp.stats.Sent.Add(1)
+	qp.sent++
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: dst})
 }
 
@@ -544,7 +551,7 @@ func (t *txBatch) commitTo(qp *QP, b []byte, dst netip.Addr) {
 	h := t.h
 	dst = dst.Unmap()
 	t.seal.Put(h.cfg.Addr, dst, qp.sport, h.cfg.Port, b)
-	qp.stats.Sent.Add(1)
+	qp.sent++
 	t.dg = append(t.dg, link.Datagram{Buf: b, Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport),
 		Dst: netip.AddrPortFrom(dst, h.cfg.Port)})
 }

@@ -113,6 +113,10 @@ type QP struct {
 	// icrc is the ICRC start of the packets to the peer (attr.Remote,
 	// from sport), kept with them.
 	icrc wire.ICRCFlow
+	// sent and received are the QP's Sent and Received counters, kept
+	// here under mu (Counters reads them) rather than as atomics in
+	// stats: they change with every packet.
+	sent, received uint64
 	// keys caches the MRs last named by this QP's work requests and by
 	// its peer's requests (see KeyCache).
 	keys KeyCache
@@ -129,7 +133,7 @@ type QP struct {
 
 	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
 
-	stats Stats // the QP's own counters (see QP.Stats)
+	stats Stats // the QP's own counters but Sent and Received (see QP.Counters)
 }
 
 // Owner returns QPConfig.Owner.

@@ -62,7 +62,7 @@ func (t *txBatch) commitData(qp *QP, b []byte, hdr int, ref []byte) {
 	h := t.h
 	raceReadPayload(ref)
 	qp.icrc.PutParts(b, hdr, ref)
-	qp.stats.Sent.Add(1)
+	qp.sent++
 	t.dg = append(t.dg, link.Datagram{Buf: b, Payload: ref, PayloadAt: hdr,
 		Src: netip.AddrPortFrom(h.cfg.Addr, qp.sport), Dst: netip.AddrPortFrom(qp.attr.Remote, h.cfg.Port)})
 }
