@@ -187,15 +187,13 @@ type UDP struct {
 	main *udpSock
 	// extra maps a source port to its send-only socket. It is copied on
 	// write (at most maxSrc times) so Send can read it without locking.
-	extra atomic.Pointer[map[uint16]*udpSock]
+	extra atomic.Pointer[portSocks]
 
 	// mu serialises SourcePort's copy-on-write of extra with Close (which
-	// sets closed under it) and guards opened, the ports of extra in the
-	// order they were bound, and alias, the port given for each port that
-	// could not be bound.
-	mu     sync.Mutex
-	opened []uint16
-	alias  map[uint16]uint16
+	// sets closed under it) and guards alias, the port given for each
+	// port that could not be bound.
+	mu    sync.Mutex
+	alias map[uint16]uint16
 
 	closed atomic.Bool
 	once   sync.Once
@@ -295,8 +293,7 @@ func ListenUDP(addr netip.Addr, opts UDPOptions) (*UDP, error) {
 		return nil, fmt.Errorf("link: UDP %s: %w", u.local, err)
 	}
 	u.recv.init(maxBatch, u.gro)
-	empty := map[uint16]*udpSock{}
-	u.extra.Store(&empty)
+	u.extra.Store(&portSocks{})
 	return u, nil
 }
 
@@ -427,13 +424,13 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 	if want == 0 || want == own {
 		return own
 	}
-	if _, ok := (*u.extra.Load())[want]; ok {
+	if u.extra.Load().get(want) != nil {
 		return want
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	cur := *u.extra.Load()
-	if _, ok := cur[want]; ok {
+	cur := u.extra.Load()
+	if cur.get(want) != nil {
 		return want
 	}
 	if u.closed.Load() {
@@ -442,7 +439,7 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 	if p, ok := u.alias[want]; ok {
 		return p
 	}
-	if len(cur) >= u.maxSrc {
+	if len(cur.all) >= u.maxSrc {
 		// The cap is reached, so the open ports no longer change.
 		return u.sharedPort(want)
 	}
@@ -454,13 +451,7 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 			"local", u.local, "port", want, "from", p, "err", err)
 		return p
 	}
-	next := make(map[uint16]*udpSock, len(cur)+1)
-	for p, x := range cur {
-		next[p] = x
-	}
-	next[want] = s
-	u.extra.Store(&next)
-	u.opened = append(u.opened, want)
+	u.extra.Store(cur.with(want, s))
 	u.log.Debug("link: opened source-port socket", "local", u.local, "port", want)
 	return want
 }
@@ -474,10 +465,11 @@ const sharedSourcePorts = 8
 // sharedPort returns the open source port that want shares, or the link's
 // own when none is open. u.mu is held.
 func (u *UDP) sharedPort(want uint16) uint16 {
-	if len(u.opened) == 0 {
+	all := u.extra.Load().all
+	if len(all) == 0 {
 		return u.local.Port()
 	}
-	return u.opened[int(want)%min(len(u.opened), sharedSourcePorts)]
+	return all[int(want)%min(len(all), sharedSourcePorts)].port
 }
 
 // Send transmits the datagrams in order. Each leaves from the socket bound
@@ -488,7 +480,7 @@ func (u *UDP) Send(batch []Datagram) error {
 	if u.closed.Load() {
 		return ErrClosed
 	}
-	extra := *u.extra.Load()
+	extra := u.extra.Load()
 	for i := 0; i < len(batch); {
 		port := batch[i].Src.Port()
 		s := u.sockFor(port, extra)
@@ -508,14 +500,44 @@ func (u *UDP) Send(batch []Datagram) error {
 	return nil
 }
 
-func (u *UDP) sockFor(port uint16, extra map[uint16]*udpSock) *udpSock {
+func (u *UDP) sockFor(port uint16, extra *portSocks) *udpSock {
 	if port == 0 || port == u.main.port {
 		return u.main
 	}
-	if s, ok := extra[port]; ok {
+	if s := extra.get(port); s != nil {
 		return s
 	}
 	return u.main
+}
+
+// portSocks is the table of a link's source-port sockets: a two-level
+// array indexed by the port's high and low bytes (a map look-up per send
+// cost more than building the packet's header), and the sockets in the
+// order they were opened. It is never changed once published: with
+// returns a copy.
+type portSocks struct {
+	hi  [256]*[256]*udpSock
+	all []*udpSock
+}
+
+// get returns the socket bound to port, or nil.
+func (p *portSocks) get(port uint16) *udpSock {
+	if t := p.hi[port>>8]; t != nil {
+		return t[port&0xFF]
+	}
+	return nil
+}
+
+// with returns a copy of p that also maps port to s.
+func (p *portSocks) with(port uint16, s *udpSock) *portSocks {
+	next := &portSocks{hi: p.hi, all: append(p.all[:len(p.all):len(p.all)], s)}
+	t := new([256]*udpSock)
+	if old := p.hi[port>>8]; old != nil {
+		*t = *old
+	}
+	t[port&0xFF] = s
+	next.hi[port>>8] = t
+	return next
 }
 
 // Receive fills up to len(batch) datagrams, blocking until at least one
@@ -561,7 +583,7 @@ func (u *UDP) Stats() UDPStats {
 		SendDrops:    u.sendDrops.Load(),
 		Received:     u.received.Load(),
 		ReceiveDrops: u.recvDrops.Load(),
-		SourcePorts:  len(*u.extra.Load()),
+		SourcePorts:  len(u.extra.Load().all),
 		GSOSends:     u.gsoSends.Load(),
 		GSOSegments:  u.gsoSegs.Load(),
 		Coalesced:    u.coalesced.Load(),
@@ -575,7 +597,7 @@ func (u *UDP) Close() error {
 	u.once.Do(func() {
 		u.mu.Lock()
 		u.closed.Store(true)
-		extra := *u.extra.Load()
+		extra := u.extra.Load().all
 		u.mu.Unlock()
 		errs := []error{u.unblock()} // outside fdMu: it waits for a Receive to return
 		u.fdMu.Lock()                // no send or receive is using a descriptor
