@@ -137,3 +137,43 @@ func TestLocalErrorSendsDeferredAck(t *testing.T) {
 		t.Fatalf("A's send completion: %+v", c)
 	}
 }
+
+// The host's count of owed ACKs follows each way an owed ACK goes: out
+// with the QP's next send, out at FlushAcks, or dropped by a reset. FlushAcks
+// skips the listed QPs (and their locks) when the count is zero, so a count
+// that stayed too low would strand an ACK.
+func TestAcksOwedCount(t *testing.T) {
+	p := newPair(t, 0)
+	owed := func(want int64) {
+		t.Helper()
+		if n := p.hb.acksOwed.Load(); n != want {
+			t.Fatalf("acksOwed = %d, want %d", n, want)
+		}
+	}
+	owedAck(t, p)
+	owed(1)
+	must(t, p.b.PostSend(p.now, &SendWR{ID: 2, Op: WRSend, SGL: p.sge(p.mrb, 0, 8)}))
+	owed(0)
+	if len(p.lb.q) != 2 {
+		t.Fatalf("B's send carried %d datagrams, want the SEND and the owed ACK", len(p.lb.q))
+	}
+	p.lb.q = nil
+	p.hb.FlushAcks()
+	if len(p.lb.q) != 0 || len(p.hb.pending) != 0 {
+		t.Fatalf("FlushAcks with nothing owed sent %d datagrams, left %d listed", len(p.lb.q), len(p.hb.pending))
+	}
+
+	owedAck(t, p)
+	owed(1)
+	p.hb.FlushAcks()
+	owed(0)
+	if len(p.lb.q) != 1 {
+		t.Fatalf("FlushAcks sent %d datagrams, want the owed ACK", len(p.lb.q))
+	}
+	p.lb.q = nil
+
+	owedAck(t, p)
+	owed(1)
+	p.b.Modify(p.now, &Attr{State: StateReset}, AttrState)
+	owed(0)
+}

@@ -93,9 +93,13 @@ type Host struct {
 	// answers (so is a later response that implies it) — and DestroyQP
 	// waits for it to go out.
 	rxBusy sync.Mutex
-	// pending lists QPs owing a coalesced ACK; used only by the goroutine
-	// running Receive (and by the QP methods it calls).
-	pending []*QP
+	// pending lists QPs that came to owe a coalesced ACK since the last
+	// flush (a QP may be listed twice, or no longer owe it: its next send
+	// took the ACK along); used only by the goroutine running Receive
+	// (and by the QP methods it calls). acksOwed counts the QPs that owe
+	// one now (each QP's rsp.ackPending, changed under its lock).
+	pending  []*QP
+	acksOwed atomic.Int64
 	rxPkt   wire.Packet
 	rxTx    *txBatch // Receive's own batch, so it never waits on txPool refills after a GC
 }
@@ -266,13 +270,20 @@ func (h *Host) Receive(now time.Time, batch []link.Datagram) {
 // reports whether ACKs are pending. It is called as Receive is.
 func (h *Host) ReceivePolled(now time.Time, batch []link.Datagram) (acksPending bool) {
 	h.receive(now, batch, true)
-	return len(h.pending) > 0
+	return h.acksOwed.Load() > 0
 }
 
 // FlushAcks sends the ACKs ReceivePolled left pending. Only the goroutine
 // that may call Receive may call it.
 func (h *Host) FlushAcks() {
 	if len(h.pending) == 0 {
+		return
+	}
+	if h.acksOwed.Load() == 0 {
+		// Every listed QP's ACK went out with its next send (a
+		// ping-pong's reply): nothing to lock, nothing to send.
+		clear(h.pending)
+		h.pending = h.pending[:0]
 		return
 	}
 	h.rxBusy.Lock()

@@ -258,6 +258,7 @@ func (qp *QP) reset() {
 	// Retry budgets start full again (a QP that failed with RETRY_EXC_ERR
 	// has used them up).
 	qp.req.retryLeft, qp.req.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
+	qp.setAckPending(false) // before rsp.reset clears it uncounted
 	qp.rsp.reset(wire.PSN(qp.attr.RQPSN))
 	qp.deadline = time.Time{}
 	qp.overflow, qp.commEst = false, false

@@ -60,9 +60,10 @@ type responder struct {
 	dropped bool
 	pumpAt  time.Time
 
+	// ackPending says an ACK for ackPSN is owed; it changes only through
+	// QP.setAckPending, which keeps the host's count.
 	ackPending bool
 	ackPSN     wire.PSN
-	onPending  bool // queued on the host's pending-ACK list
 }
 
 // readCursor is a READ being answered: length bytes at va under rkey,
@@ -552,13 +553,26 @@ func (qp *QP) duplicate(now time.Time, p *wire.Packet, psn wire.PSN, tx *txBatch
 func (qp *QP) deferAck(psn wire.PSN) {
 	s := &qp.rsp
 	qp.count(&qp.host.stats.AckDeferred)
-	if !s.ackPending || psn.After(s.ackPSN) {
+	if !s.ackPending {
+		s.ackPSN = psn
+		qp.host.pending = append(qp.host.pending, qp)
+		qp.setAckPending(true)
+	} else if psn.After(s.ackPSN) {
 		s.ackPSN = psn
 	}
-	s.ackPending = true
-	if !s.onPending {
-		s.onPending = true
-		qp.host.pending = append(qp.host.pending, qp)
+}
+
+// setAckPending records whether qp owes a coalesced ACK, and counts the
+// change in the host's acksOwed.
+func (qp *QP) setAckPending(owed bool) {
+	if qp.rsp.ackPending == owed {
+		return
+	}
+	qp.rsp.ackPending = owed
+	if owed {
+		qp.host.acksOwed.Add(1)
+	} else {
+		qp.host.acksOwed.Add(-1)
 	}
 }
 
@@ -569,7 +583,7 @@ func (qp *QP) clearDeferredAck(tx *txBatch, psn wire.PSN) {
 	if !s.ackPending {
 		return
 	}
-	s.ackPending = false
+	qp.setAckPending(false)
 	if psn.Before(s.ackPSN) {
 		qp.writeAck(tx, wire.SyndromeACK, s.ackPSN)
 	}
@@ -577,13 +591,11 @@ func (qp *QP) clearDeferredAck(tx *txBatch, psn wire.PSN) {
 
 // flushDeferredAck sends a coalesced ACK if one is owed.
 func (qp *QP) flushDeferredAck(tx *txBatch) {
-	s := &qp.rsp
-	s.onPending = false
-	if s.ackPending && qp.st != StateErr {
-		s.ackPending = false
-		qp.writeAck(tx, wire.SyndromeACK, s.ackPSN)
+	owed := qp.rsp.ackPending
+	qp.setAckPending(false)
+	if owed && qp.st != StateErr {
+		qp.writeAck(tx, wire.SyndromeACK, qp.rsp.ackPSN)
 	}
-	s.ackPending = false
 }
 
 // sendAck sends an ACKNOWLEDGE packet (ACK, RNR NAK or NAK) now.

@@ -387,11 +387,16 @@ func newRxBatch(n int) rxBatch {
 }
 
 // reset gives every datagram of b its buffer back and returns them.
-func (b *rxBatch) reset() []link.Datagram {
-	for i := range b.d {
-		b.d[i].Buf = b.bufs[i]
+func (b *rxBatch) reset() []link.Datagram { return b.first(len(b.d)) }
+
+// first gives the first n datagrams of b their buffers back and returns
+// them.
+func (b *rxBatch) first(n int) []link.Datagram {
+	d := b.d[:n]
+	for i := range d {
+		d[i].Buf = b.bufs[i]
 	}
-	return b.d
+	return d
 }
 
 // drainLocked reads what the link holds now into prx, without waiting,
@@ -405,7 +410,7 @@ func (b *rxBatch) reset() []link.Datagram {
 // of a round trip in one process; a stream's polls, which fill their
 // batches, are back at full size in a few reads.
 func (d *Device) drainLocked(now time.Time) (int, error) {
-	batch := d.prx.reset()[:d.pollWant]
+	batch := d.prx.first(d.pollWant)
 	got, err := d.poller.TryReceive(batch)
 	switch {
 	case got == len(batch):
