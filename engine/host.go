@@ -100,8 +100,8 @@ type Host struct {
 	// one now (each QP's rsp.ackPending, changed under its lock).
 	pending  []*QP
 	acksOwed atomic.Int64
-	rxPkt   wire.Packet
-	rxTx    *txBatch // Receive's own batch, so it never waits on txPool refills after a GC
+	rxPkt    wire.Packet
+	rxTx     *txBatch // Receive's own batch, so it never waits on txPool refills after a GC
 }
 
 // NewHost returns a Host with no QPs.
