@@ -82,9 +82,12 @@ type Device struct {
 	// is how many the next empty attempt skips.
 	pollSkip    atomic.Int32
 	pollBackoff int32
-	// pollWant (guarded by rxMu) is how many datagrams Poll asks the link
-	// for (see drainLocked).
-	pollWant int
+	// pollWant, pollFull, pollGrowAfter and pollGrew (guarded by rxMu)
+	// size Poll's reads (see drainLocked).
+	pollWant      int
+	pollFull      int
+	pollGrowAfter int
+	pollGrew      bool
 	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
 	// none are; flusherKick wakes ackFlusher when flusherIdle.
 	acksSince atomic.Int64
@@ -148,7 +151,7 @@ func Start(l link.Link, opts Options) *Device {
 	d.rx = newRxBatch(l.MaxBatch())
 	if d.poller != nil {
 		d.prx = newRxBatch(min(l.MaxBatch(), pollBatch))
-		d.pollWant = len(d.prx.d)
+		d.pollWant, d.pollGrowAfter = len(d.prx.d), 1
 	}
 	d.loopKick = make(chan struct{}, 1)
 	d.wheel = newTimerWheel()
@@ -376,6 +379,10 @@ type rxBatch struct {
 // pollBatch is the size of Poll's batch.
 const pollBatch = 16
 
+// maxPollGrowAfter bounds pollGrowAfter: a stream that starts after a long
+// ping-pong reads one datagram at a time for at most this many reads.
+const maxPollGrowAfter = 64
+
 func newRxBatch(n int) rxBatch {
 	b := rxBatch{d: make([]link.Datagram, n), bufs: make([][]byte, n)}
 	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
@@ -403,20 +410,33 @@ func (b *rxBatch) first(n int) []link.Datagram {
 // and processes it.
 //
 // It asks for pollWant datagrams: as many as the last read that found any
-// brought, and twice that when the read filled its batch. A read asking
-// for more than the socket holds costs the kernel one more look at the
-// empty queue: for a ping-pong, whose polls find one datagram each (a
-// SEND and the ACK it carries, which UDP GRO hands over as one), about 4 %
-// of a round trip in one process; a stream's polls, which fill their
-// batches, are back at full size in a few reads.
+// brought, and twice that after pollGrowAfter reads in a row filled their
+// batch. A read asking for more than the socket holds costs the kernel one
+// more look at the empty queue: for a ping-pong, whose polls find one
+// datagram each (a SEND and the ACK it carries, which UDP GRO hands over
+// as one), about 4 % of a round trip in one process. But a read that fills
+// its batch cannot tell whether more was queued, so a ping-pong's full
+// reads of one would double the size every other read; each doubling that
+// the next read does not fill doubles pollGrowAfter instead (up to 64),
+// and one that it fills puts it back to 1, so a stream's reads are back at
+// full size within a few reads of growing again.
 func (d *Device) drainLocked(now time.Time) (int, error) {
 	batch := d.prx.first(d.pollWant)
 	got, err := d.poller.TryReceive(batch)
 	switch {
 	case got == len(batch):
-		d.pollWant = min(2*d.pollWant, len(d.prx.d))
+		if d.pollGrew {
+			d.pollGrowAfter = 1
+		}
+		d.pollGrew = false
+		if d.pollFull++; d.pollFull >= d.pollGrowAfter && d.pollWant < len(d.prx.d) {
+			d.pollWant, d.pollFull, d.pollGrew = min(2*d.pollWant, len(d.prx.d)), 0, true
+		}
 	case got > 0:
-		d.pollWant = got
+		if d.pollGrew {
+			d.pollGrowAfter = min(2*d.pollGrowAfter, maxPollGrowAfter)
+		}
+		d.pollWant, d.pollFull, d.pollGrew = got, 0, false
 	}
 	if got > 0 {
 		if raceEnabled {
