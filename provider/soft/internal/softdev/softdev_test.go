@@ -342,3 +342,55 @@ func TestPolledCountsAsPoll(t *testing.T) {
 		t.Fatal("DeferPosts = true after the poller blocked")
 	}
 }
+
+// burstLink's TryReceive finds per datagrams each time (at most as many as
+// asked for) and records how many it was asked for.
+type burstLink struct {
+	quietLink
+	per   int
+	asked []int
+}
+
+func (l *burstLink) TryReceive(b []link.Datagram) (int, error) {
+	l.asked = append(l.asked, len(b))
+	n := min(l.per, len(b))
+	for i := range n {
+		b[i].Buf = b[i].Buf[:1] // one byte: a malformed packet the host drops
+	}
+	return n, nil
+}
+
+// TestPollReadSize checks how Poll sizes its reads: a ping-pong's reads of
+// one datagram each settle on asking for one, trying two ever more rarely,
+// and a stream's reads that fill their batch grow back to full size within
+// a few reads, even after a long ping-pong.
+func TestPollReadSize(t *testing.T) {
+	l := &burstLink{quietLink: *newQuietLink(), per: 1}
+	d := &Device{link: l, poller: l, prx: newRxBatch(pollBatch),
+		host: engine.NewHost(engine.HostConfig{Addr: l.LocalAddr().Addr()})}
+	d.pollWant, d.pollGrowAfter = pollBatch, 1
+	now := time.Now()
+	for range 1000 {
+		d.drainLocked(now)
+	}
+	larger := 0
+	for _, n := range l.asked[1:] {
+		if n > 1 {
+			larger++
+		}
+	}
+	if larger > 40 { // about 20: tries at 1, 2, 4 … 64 reads, then every 64
+		t.Errorf("a ping-pong's 1000 polls asked for more than one datagram %d times", larger)
+	}
+	if l.asked[len(l.asked)-1] != 1 {
+		t.Errorf("a ping-pong's last poll asked for %d datagrams", l.asked[len(l.asked)-1])
+	}
+
+	l.per, l.asked = pollBatch, nil
+	for range maxPollGrowAfter + 8 {
+		d.drainLocked(now)
+	}
+	if got := l.asked[len(l.asked)-1]; got != pollBatch {
+		t.Errorf("a stream's reads ask for %d datagrams after %d polls (asked %v), want %d", got, len(l.asked), l.asked, pollBatch)
+	}
+}
