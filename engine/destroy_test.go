@@ -177,3 +177,29 @@ func TestAcksOwedCount(t *testing.T) {
 	p.b.Modify(p.now, &Attr{State: StateReset}, AttrState)
 	owed(0)
 }
+
+// A batch that ends owing no ACK leaves the host's list of QPs that came
+// to owe one empty, even though no FlushAcks follows (ReceivePolled reports
+// none pending): here a READ request after a SEND, whose response implies
+// the SEND's ACK. Otherwise the list would grow batch after batch.
+func TestPendingAckListCleared(t *testing.T) {
+	p := newPair(t, allRemote)
+	for i := range 50 {
+		must(t, p.b.PostRecv(&RecvWR{ID: uint64(i), SGL: p.sge(p.mrb, 0, 64)}))
+		must(t, p.a.PostSend(p.now, &SendWR{ID: 1, Op: WRSend, SGL: p.sge(p.mra, 0, 8)}))
+		must(t, p.a.PostSend(p.now, &SendWR{ID: 2, Op: WRRead, SGL: p.sge(p.mra, 64, 8), RemoteAddr: p.mrb.Addr, RKey: p.mrb.RKey}))
+		batch := p.la.q
+		p.la.q = nil
+		if len(batch) != 2 {
+			t.Fatalf("A sent %d datagrams, want the SEND and the READ request", len(batch))
+		}
+		if owed := p.hb.ReceivePolled(p.now, batch); owed {
+			t.Fatal("ReceivePolled reports ACKs pending after the READ response implied the SEND's")
+		}
+		if n := len(p.hb.pending); n != 0 {
+			t.Fatalf("after %d batches the host lists %d QPs", i+1, n)
+		}
+		p.run(time.Second)
+		p.brq.take()
+	}
+}

@@ -337,6 +337,12 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 	h.stats.ReceivedBytes.Add(uint64(bytes))
 	if !deferAcks {
 		h.flushAcks(tx)
+	} else if len(h.pending) > 0 && h.acksOwed.Load() == 0 {
+		// The batch answered or a post took along every ACK it made
+		// owed: nothing will call FlushAcks for the list, so it is
+		// cleared here, or it would grow batch after batch.
+		clear(h.pending)
+		h.pending = h.pending[:0]
 	}
 	h.flush(tx)
 }

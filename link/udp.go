@@ -411,9 +411,9 @@ func (u *UDP) MaxBatch() int { return maxBatch }
 // a send-only socket on its address and that port. If the port is taken, or
 // the cap of UDPOptions.MaxSourcePorts is reached, the datagrams leave from
 // one of the first source-port sockets opened instead (chosen by want, so
-// QPs stay spread over a few ports), and from the link's own port only when
-// none is open (or the link is closed). Results are stable: a port given once is
-// given again for the same want, except after Close.
+// QPs stay spread over a few ports), and from the link's own port only
+// when none is open (or the link is closed). Results are stable: the port
+// given for a want is given again, except after Close.
 //
 // The link's own socket is the one Receive waits on, and on Linux every
 // datagram it sends wakes that wait's epoll entry when the kernel frees
