@@ -82,12 +82,8 @@ type Device struct {
 	// is how many the next empty attempt skips.
 	pollSkip    atomic.Int32
 	pollBackoff int32
-	// pollWant, pollFull, pollGrowAfter and pollGrew (guarded by rxMu)
-	// size Poll's reads (see drainLocked).
-	pollWant      int
-	pollFull      int
-	pollGrowAfter int
-	pollGrew      bool
+	// pollSize (guarded by rxMu) sizes Poll's reads.
+	pollSize readSizer
 	// acksSince is when Poll first left ACKs pending (UnixNano), 0 when
 	// none are; flusherKick wakes ackFlusher when flusherIdle.
 	acksSince atomic.Int64
@@ -151,7 +147,7 @@ func Start(l link.Link, opts Options) *Device {
 	d.rx = newRxBatch(l.MaxBatch())
 	if d.poller != nil {
 		d.prx = newRxBatch(min(l.MaxBatch(), pollBatch))
-		d.pollWant, d.pollGrowAfter = len(d.prx.d), 1
+		d.pollSize = newReadSizer(len(d.prx.d))
 	}
 	d.loopKick = make(chan struct{}, 1)
 	d.wheel = newTimerWheel()
@@ -379,10 +375,6 @@ type rxBatch struct {
 // pollBatch is the size of Poll's batch.
 const pollBatch = 16
 
-// maxPollGrowAfter bounds pollGrowAfter: a stream that starts after a long
-// ping-pong reads one datagram at a time for at most this many reads.
-const maxPollGrowAfter = 64
-
 func newRxBatch(n int) rxBatch {
 	b := rxBatch{d: make([]link.Datagram, n), bufs: make([][]byte, n)}
 	// Room for a datagram coalesced by UDP GRO. Pages the kernel never
@@ -406,38 +398,11 @@ func (b *rxBatch) first(n int) []link.Datagram {
 	return d
 }
 
-// drainLocked reads what the link holds now into prx, without waiting,
-// and processes it.
-//
-// It asks for pollWant datagrams: as many as the last read that found any
-// brought, and twice that after pollGrowAfter reads in a row filled their
-// batch. A read asking for more than the socket holds costs the kernel one
-// more look at the empty queue: for a ping-pong, whose polls find one
-// datagram each (a SEND and the ACK it carries, which UDP GRO hands over
-// as one), about 4 % of a round trip in one process. But a read that fills
-// its batch cannot tell whether more was queued, so a ping-pong's full
-// reads of one would double the size every other read; each doubling that
-// the next read does not fill doubles pollGrowAfter instead (up to 64),
-// and one that it fills puts it back to 1, so a stream's reads are back at
-// full size within a few reads of growing again.
+// drainLocked reads what the link holds now into prx, as many datagrams
+// as pollSize says, without waiting, and processes them.
 func (d *Device) drainLocked(now time.Time) (int, error) {
-	batch := d.prx.first(d.pollWant)
-	got, err := d.poller.TryReceive(batch)
-	switch {
-	case got == len(batch):
-		if d.pollGrew {
-			d.pollGrowAfter = 1
-		}
-		d.pollGrew = false
-		if d.pollFull++; d.pollFull >= d.pollGrowAfter && d.pollWant < len(d.prx.d) {
-			d.pollWant, d.pollFull, d.pollGrew = min(2*d.pollWant, len(d.prx.d)), 0, true
-		}
-	case got > 0:
-		if d.pollGrew {
-			d.pollGrowAfter = min(2*d.pollGrowAfter, maxPollGrowAfter)
-		}
-		d.pollWant, d.pollFull, d.pollGrew = got, 0, false
-	}
+	got, err := d.poller.TryReceive(d.prx.first(d.pollSize.want))
+	d.pollSize.observe(got)
 	if got > 0 {
 		if raceEnabled {
 			netSlot(d.Addr()).Load()
