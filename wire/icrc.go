@@ -221,11 +221,10 @@ func PutICRC(src, dst netip.Addr, sport, dport uint16, pkt []byte) {
 // PutICRCParts is PutICRC for a packet sent in parts (link.Datagram's
 // Payload): its bytes are pkt[:at] (BTH and extended headers, at least the
 // BTH), then payload, then pkt[at:] (pad, then the 4-byte trailer, which it
-// fills). It does not allocate. A stream of packets is sealed more cheaply
-// by one ICRCSealer.
+// fills). It does not allocate. A flow's packets are sealed more cheaply
+// by its ICRCFlow, made once.
 func PutICRCParts(src, dst netip.Addr, sport, dport uint16, pkt []byte, at int, payload []byte) {
-	var s ICRCSealer
-	s.PutParts(src, dst, sport, dport, pkt, at, payload)
+	NewICRCFlow(src, dst, sport, dport).PutParts(pkt, at, payload)
 }
 
 // RetagICRC rewrites the ICRC trailer of pkt, a whole RoCEv2 UDP payload
