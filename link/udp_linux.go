@@ -701,16 +701,22 @@ func (u *UDP) closeMain() error {
 // (on), or puts it back (off): while quiet, datagrams that arrive wake no
 // thread, and only TryReceive (or a Receive already past its wait) reads
 // them. A device sets it while goroutines busy poll it.
+//
+// Quiet removes the socket from the epoll instance rather than clearing
+// the events it watches for: an entry that watches nothing still hangs on
+// the socket's wait queue, and the kernel then takes the queue's lock and
+// calls into epoll for every datagram queued (a twentieth of a small
+// message's hop on loopback). Put back, a socket that holds datagrams is
+// reported ready at once (level-triggered), so none is missed.
 func (u *UDP) SetQuiet(on bool) {
 	u.sys.qmu.Lock()
 	defer u.sys.qmu.Unlock()
 	if u.sys.quiet == on || u.closed.Load() {
 		return
 	}
-	var ev unix.EpollEvent
-	ev.Fd = int32(u.main.fd)
-	if !on {
-		ev.Events = unix.EPOLLIN
+	op, ev := unix.EPOLL_CTL_ADD, unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(u.main.fd)}
+	if on {
+		op = unix.EPOLL_CTL_DEL
 	}
 	u.fdMu.RLock()
 	defer u.fdMu.RUnlock()
@@ -719,7 +725,7 @@ func (u *UDP) SetQuiet(on bool) {
 	}
 	var err error
 	if cerr := u.sys.rc.Control(func(epfd uintptr) { // holds the epoll file open
-		err = unix.EpollCtl(int(epfd), unix.EPOLL_CTL_MOD, u.main.fd, &ev)
+		err = unix.EpollCtl(int(epfd), op, u.main.fd, &ev)
 	}); cerr != nil {
 		return // closed
 	}

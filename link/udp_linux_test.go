@@ -1045,6 +1045,16 @@ func TestUDPQuiet(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("Receive not woken after SetQuiet(false)")
 	}
+	// Out of the wait set and back again (the socket leaves the epoll
+	// instance and rejoins it): Receive still wakes.
+	b.SetQuiet(true)
+	b.SetQuiet(false)
+	if err := a.Send([]Datagram{{Buf: []byte("again"), Dst: b.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveN(t, b, 1); string(got[0].Buf) != "again" {
+		t.Fatalf("Receive = %q", got[0].Buf)
+	}
 }
 
 // TestUDPGSOWireIPv4 checks which IPv4 IDs the kernel gives the segments of
