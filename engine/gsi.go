@@ -26,8 +26,8 @@ func (h *Host) CreateGSI(cfg QPConfig) (*QP, error) {
 	if cfg.Type != QPTypeUD {
 		return nil, fmt.Errorf("engine: the GSI QP must be UD, not type %d", cfg.Type)
 	}
-	qp, err := h.newQP(cfg)
-	if err != nil {
+	qp := new(QP)
+	if err := h.initQP(qp, cfg); err != nil {
 		return nil, err
 	}
 	qp.qpn = GSIQPN

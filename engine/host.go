@@ -143,9 +143,20 @@ var ErrTooManyQPs = errors.New("engine: no free QP number")
 
 // CreateQP creates a QP in RESET.
 func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
-	qp, err := h.newQP(cfg)
-	if err != nil {
+	qp := new(QP)
+	if err := h.CreateQPIn(qp, cfg); err != nil {
 		return nil, err
+	}
+	return qp, nil
+}
+
+// CreateQPIn is CreateQP into qp, a zero QP that the caller allocated,
+// typically inside its own per-QP state: a send on a QP that has not been
+// used for a while then fetches the caller's state and the QP's from one
+// place, instead of following a pointer to another cold object first.
+func (h *Host) CreateQPIn(qp *QP, cfg QPConfig) error {
+	if err := h.initQP(qp, cfg); err != nil {
+		return err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -158,10 +169,10 @@ func (h *Host) CreateQP(cfg QPConfig) (*QP, error) {
 		if n > 1 && h.qps.get(n) == nil {
 			qp.qpn = n
 			h.qps.set(n, qp)
-			return qp, nil
+			return nil
 		}
 	}
-	return nil, ErrTooManyQPs
+	return ErrTooManyQPs
 }
 
 // SetQPNRange makes CreateQP number new QPs from first to last (inclusive),
@@ -201,17 +212,19 @@ func (h *Host) SetNextQPN(n uint32) {
 	}
 }
 
-// newQP returns a QP in RESET with no number, not yet in the QP table.
-func (h *Host) newQP(cfg QPConfig) (*QP, error) {
+// initQP makes the zero QP qp a QP in RESET with no number, not yet in
+// the QP table.
+func (h *Host) initQP(qp *QP, cfg QPConfig) error {
 	if cfg.MaxSendWR <= 0 || cfg.MaxRecvWR < 0 {
-		return nil, fmt.Errorf("engine: bad queue sizes send=%d recv=%d", cfg.MaxSendWR, cfg.MaxRecvWR)
+		return fmt.Errorf("engine: bad queue sizes send=%d recv=%d", cfg.MaxSendWR, cfg.MaxRecvWR)
 	}
-	qp := &QP{host: h, cfg: cfg, mtu: 1024}
+	qp.host, qp.cfg, qp.mtu = h, cfg, 1024
 	qp.sq = newSendQueue(cfg.MaxSendWR, cfg.MaxSendSGE, cfg.MaxInline)
+	qp.sq.first = &qp.sq1
 	qp.rq = newRecvQueue(max(cfg.MaxRecvWR, 1), cfg.MaxRecvSGE)
 	qp.rsp.resizeResources(1)
 	qp.attr.PathMTU = 1024
-	return qp, nil
+	return nil
 }
 
 // DestroyQP removes qp; packets for its QPN are dropped from now on.

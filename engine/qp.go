@@ -87,15 +87,29 @@ type QPConfig struct {
 	// Owner is the caller's handle for the QP (returned by Owner), so
 	// events can be routed back to it.
 	Owner any
-	// OnDeadline, if set, is called (with the QP locked) whenever the QP's
+	// OnDeadline, if set, is told (with the QP locked) whenever the QP's
 	// earliest timer deadline moves earlier or is newly set. The caller then
-	// arranges for OnTimer to run at that time. It is called with the zero
-	// time when a QP that had a deadline has none left (everything it sent
-	// is acknowledged): the caller may then cancel its timer, so that a QP
+	// arranges for OnTimer to run at that time. It is told the zero time
+	// when a QP that had a deadline has none left (everything it sent is
+	// acknowledged): the caller may then cancel its timer, so that a QP
 	// that sent once does not cost a timer expiry later. It must not call
 	// back into the QP.
-	OnDeadline func(at time.Time)
+	OnDeadline DeadlineHook
 }
+
+// DeadlineHook is told a QP's timer deadlines (QPConfig.OnDeadline). An
+// interface rather than a func: the hook is usually the caller's per-QP
+// timer itself, and a method value would be one more object (one more
+// cache line to fetch) on every send of a QP not used for a while.
+type DeadlineHook interface {
+	Deadline(at time.Time)
+}
+
+// DeadlineFunc adapts a function to DeadlineHook.
+type DeadlineFunc func(at time.Time)
+
+// Deadline calls f(at).
+func (f DeadlineFunc) Deadline(at time.Time) { f(at) }
 
 // QP is one queue pair's transport state. Its methods are safe for
 // concurrent use.
@@ -134,6 +148,8 @@ type QP struct {
 	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
 
 	stats Stats // the QP's own counters but Sent and Received (see QP.Counters)
+
+	sq1 sendWQE // the send queue's first ring (sendQueue.first)
 }
 
 // Owner returns QPConfig.Owner.
@@ -368,13 +384,13 @@ func (qp *QP) noteDeadline() {
 	if !ok {
 		if !qp.deadline.IsZero() {
 			qp.deadline = time.Time{}
-			qp.cfg.OnDeadline(time.Time{})
+			qp.cfg.OnDeadline.Deadline(time.Time{})
 		}
 		return
 	}
 	if qp.deadline.IsZero() || d.Before(qp.deadline) {
 		qp.deadline = d
-		qp.cfg.OnDeadline(d)
+		qp.cfg.OnDeadline.Deadline(d)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/rdma-go/rdma-go/wire"
 )
@@ -20,24 +21,58 @@ type sendWQE struct {
 	firstPSN wire.PSN
 	lastPSN  wire.PSN
 	npkts    int
-	av       AV   // UD destination, copied from the work request
-	bind     Bind // BIND_MW arguments, copied from the work request
+	// seg1 backs segs when the QP takes one SGE per work request (most):
+	// no separate array to fetch.
+	seg1 [1][]byte
+	// ext holds what only some work requests carry, made at the slot's
+	// first such work request and kept with the slot: the WQE stays small.
+	ext *sendExt
+}
+
+// sendExt is the part of a send WQE that only UD sends and binds use.
+type sendExt struct {
+	av   AV   // UD destination, copied from the work request
+	bind Bind // BIND_MW arguments, copied from the work request
+}
+
+// setAV copies a UD work request's AV into the WQE and points wr.AV at
+// the copy.
+func (w *sendWQE) setAV(av *AV) {
+	if w.ext == nil {
+		w.ext = new(sendExt)
+	}
+	w.ext.av = *av
+	w.wr.AV = &w.ext.av
+}
+
+// setBind copies a BIND_MW's arguments into the WQE and points wr.Bind at
+// the copy.
+func (w *sendWQE) setBind(b *Bind) {
+	if w.ext == nil {
+		w.ext = new(sendExt)
+	}
+	w.ext.bind = *b
+	w.wr.Bind = &w.ext.bind
 }
 
 func (w *sendWQE) isReadOrAtomic() bool {
 	return w.wr.Op == WRRead || w.wr.Op == WRCompareSwap || w.wr.Op == WRFetchAdd
 }
 
-// sendQueue is a ring of send WQEs indexed by ever-increasing counters. It
-// has no slots until the first post, then doubles, up to its depth, when
-// more WQEs are outstanding at once than it has slots: a QP that never
-// sends keeps no slots, and one with a deep queue that it never fills (most
-// connections) a few hundred bytes, not depth × sizeof(sendWQE).
+// sendQueue is a ring of send WQEs indexed by ever-increasing counters. Its
+// first ring is one slot, inside the QP (first): a QP with one send
+// outstanding at a time, as in a ping-pong or with many connections, finds
+// its slot with the rest of its state rather than in another object. When
+// more WQEs are outstanding than it has slots, the ring grows to
+// sqFirstSlots, then doubles, up to its depth: one with a deep queue that
+// it never fills (most connections) keeps a few hundred bytes, not depth ×
+// sizeof(sendWQE).
 type sendQueue struct {
 	slots             []sendWQE
 	depth             int // the most WQEs outstanding (max_send_wr)
 	maxSGE, maxInline int
 	head, tail        uint64
+	first             *sendWQE // the first ring's slot (QP.sq1), or nil
 }
 
 // sqFirstSlots is the number of slots a send queue makes at its first post.
@@ -53,40 +88,56 @@ func grownSize(used, first, depth int) int {
 	return min(max(2*used, first), depth)
 }
 
-// makeSlots makes n slots, each slot's scatter list and inline buffer
-// carved from one array each (capped, so an append never spills into the
-// next slot): three allocations, not 2n+1.
+// makeSlots makes n slots (the QP's own for a first ring of one), each
+// slot's scatter list and inline buffer carved from one array each
+// (capped, so an append never spills into the next slot), or the scatter
+// list in the slot when it holds one SGE: at most three allocations, not
+// 2n+1.
 func (q *sendQueue) makeSlots(n int) []sendWQE {
-	slots := make([]sendWQE, n)
+	var slots []sendWQE
+	if n == 1 && q.first != nil {
+		slots = unsafe.Slice(q.first, 1)
+	} else {
+		slots = make([]sendWQE, n)
+	}
 	k, m := q.maxSGE, q.maxInline
-	segs := make([][]byte, n*k)
+	var segs [][]byte
+	if k > 1 {
+		segs = make([][]byte, n*k)
+	}
 	var inline []byte
 	if m > 0 {
 		inline = make([]byte, n*m)
 	}
 	for i := range slots {
-		slots[i].segs = segs[i*k : i*k : (i+1)*k]
+		if k == 1 {
+			slots[i].segs = slots[i].seg1[:0:1]
+		} else {
+			slots[i].segs = segs[i*k : i*k : (i+1)*k]
+		}
 		slots[i].inline = inline[i*m : i*m : (i+1)*m]
 	}
 	return slots
 }
 
-// grow makes the first slots, or doubles the ring (up to depth), moving
-// the outstanding WQEs to their places in the new one. A moved WQE keeps
-// its scatter list and inline buffer (the old arrays stay alive through
-// them); its AV and Bind pointers are pointed at the moved copies. No *sendWQE is held across a
-// push, so nothing else points into the old ring.
+// grow makes the first slot, or grows the ring (up to depth), moving the
+// outstanding WQEs to their places in the new one. A moved WQE keeps its
+// inline buffer (the old array stays alive through it) and its ext (AV and
+// Bind pointers stay valid); a scatter list in the slot moves with it. No
+// *sendWQE is held across a push, so nothing else points into the old
+// ring.
 func (q *sendQueue) grow() {
 	old := q.slots
-	q.slots = q.makeSlots(grownSize(len(old), sqFirstSlots, q.depth))
+	n := 1
+	if len(old) > 0 || q.first == nil || q.depth == 1 {
+		n = grownSize(len(old), sqFirstSlots, q.depth)
+	}
+	q.slots = q.makeSlots(n)
 	moveRing(old, q.slots, q.head, q.tail)
-	for i := q.head; i != q.tail; i++ {
-		w := q.at(i)
-		if w.wr.AV != nil {
-			w.wr.AV = &w.av
-		}
-		if w.wr.Bind != nil {
-			w.wr.Bind = &w.bind
+	if q.maxSGE == 1 {
+		for i := q.head; i != q.tail; i++ {
+			w := q.at(i)
+			w.segs = w.seg1[:len(w.segs):1]
 		}
 	}
 }
@@ -115,8 +166,8 @@ func (q *sendQueue) push() *sendWQE {
 	}
 	w := q.at(q.tail)
 	q.tail++
-	segs, inline := w.segs[:0], w.inline[:0]
-	*w = sendWQE{segs: segs, inline: inline}
+	segs, inline, ext := w.segs[:0], w.inline[:0], w.ext
+	*w = sendWQE{segs: segs, inline: inline, ext: ext}
 	return w
 }
 

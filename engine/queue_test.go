@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 )
@@ -10,9 +11,22 @@ import (
 // checks that each WQE keeps its place, contents and AV/Bind pointers, and
 // that the ring never grows past its depth.
 func TestSendQueueGrows(t *testing.T) {
+	for _, c := range []struct {
+		sge   int
+		first bool
+	}{{2, false}, {1, false}, {1, true}, {2, true}} {
+		t.Run(fmt.Sprintf("sge=%d,first=%v", c.sge, c.first), func(t *testing.T) { testSendQueueGrows(t, c.sge, c.first) })
+	}
+}
+
+func testSendQueueGrows(t *testing.T, sge int, inQP bool) {
 	for _, depth := range []int{1, 3, 4, 5, 16, 64, 100} {
 		for _, skew := range []int{0, 1, 3} {
-			q := newSendQueue(depth, 2, 8)
+			q := newSendQueue(depth, sge, 8)
+			var own sendWQE
+			if inQP {
+				q.first = &own
+			}
 			// Move head and tail by skew before filling.
 			for i := 0; i < skew && i < depth; i++ {
 				q.push()
@@ -25,21 +39,25 @@ func TestSendQueueGrows(t *testing.T) {
 				}
 				w := q.push()
 				w.wr.ID = uint64(i)
-				w.av = AV{Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})}
-				w.wr.AV = &w.av
-				w.bind = Bind{RKey: uint32(i)}
-				w.wr.Bind = &w.bind
+				w.setAV(&AV{Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})})
+				w.setBind(&Bind{RKey: uint32(i)})
 				w.inline = append(w.inline, byte(i))
 				w.segs = append(w.segs, w.inline)
+				if inQP && i == 0 && skew == 0 && w != &own {
+					t.Fatalf("depth %d: the first WQE is not in the QP's own slot", depth)
+				}
 			}
 			if !q.full() || len(q.slots) > depth {
 				t.Fatalf("depth %d: full %v with %d slots", depth, q.full(), len(q.slots))
 			}
 			for i := 0; i < depth; i++ {
 				w := q.at(first + uint64(i))
-				if w.wr.ID != uint64(i) || w.wr.AV != &w.av || w.av.Remote.As4()[3] != byte(i) ||
-					w.wr.Bind != &w.bind || w.bind.RKey != uint32(i) || len(w.segs) != 1 || w.segs[0][0] != byte(i) {
+				if w.wr.ID != uint64(i) || w.wr.AV != &w.ext.av || w.ext.av.Remote.As4()[3] != byte(i) ||
+					w.wr.Bind != &w.ext.bind || w.ext.bind.RKey != uint32(i) || len(w.segs) != 1 || w.segs[0][0] != byte(i) {
 					t.Fatalf("depth %d skew %d: WQE %d moved wrong: %+v", depth, skew, i, w.wr)
+				}
+				if sge == 1 && &w.segs[:1][0] != &w.seg1[0] {
+					t.Fatalf("depth %d skew %d: WQE %d's scatter list left the slot", depth, skew, i)
 				}
 			}
 			// Drain and refill: the slots are reused, not grown.

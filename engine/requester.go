@@ -201,12 +201,10 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 	w.wr = SendWR{ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
 		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
 	if wr.AV != nil {
-		w.av = *wr.AV
-		w.wr.AV = &w.av
+		w.setAV(wr.AV)
 	}
 	if wr.Bind != nil {
-		w.bind = *wr.Bind
-		w.wr.Bind = &w.bind
+		w.setBind(wr.Bind)
 	}
 	w.signaled = qp.cfg.SigAll || wr.Flags&SendSignaled != 0
 	if qp.st == StateErr {

@@ -49,7 +49,7 @@ func (r *requester) sendUD(qp *QP, w *sendWQE, tx *txBatch) {
 	copyFrom(b[h:h+n], w.segs, 0)
 	wire.BTH(b).Encode(op, w.wr.Flags&SendSolicited != 0, wire.Pad(n), w.wr.RemoteQPN, true, r.psn)
 	r.psn = r.psn.Next()
-	tx.commitTo(qp, b, w.av.Remote)
+	tx.commitTo(qp, b, w.wr.AV.Remote)
 }
 
 // handleUD receives one UD datagram: Q_Key check, a receive WQE (none: a

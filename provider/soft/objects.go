@@ -411,14 +411,17 @@ func (s *srq) Len() int { return s.e.Len() }
 
 func (s *srq) Destroy() error { return nil }
 
-// qp is a queue pair of the engine, with the timer that drives its
-// deadlines.
+// qp is a QP of the soft device: an engine QP, with the timer that drives
+// its deadlines. Both live inside it, so that a post to a QP not used for a
+// while (one of many connections) fetches one object from memory, not
+// three one after the other.
 type qp struct {
 	ctx   *Context
+	eqp   *engine.QP // &e
 	typ   provider.QPType
-	eqp   *engine.QP
-	timer *softdev.QPTimer
 	owner any
+	timer softdev.QPTimer
+	e     engine.QP
 }
 
 func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error) {
@@ -437,19 +440,19 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 		esrq = s.e
 	}
 	q := &qp{ctx: c, typ: init.Type, owner: owner}
-	t := c.run.NewQPTimer()
+	q.eqp = &q.e
+	c.run.InitQPTimer(&q.timer)
 	cp := &init.Cap
-	eqp, err := c.host().CreateQP(engine.QPConfig{
+	err := c.host().CreateQPIn(q.eqp, engine.QPConfig{
 		Type: engine.QPType(init.Type), PD: p.handle, SendCQ: scq, RecvCQ: rcq,
 		MaxSendWR: int(cp.MaxSendWR), MaxRecvWR: int(cp.MaxRecvWR),
 		MaxSendSGE: int(cp.MaxSendSGE), MaxRecvSGE: int(cp.MaxRecvSGE), MaxInline: int(cp.MaxInlineData),
-		SigAll: init.SigAll, OnDeadline: t.Arm, SRQ: esrq, Owner: q,
+		SigAll: init.SigAll, OnDeadline: &q.timer, SRQ: esrq, Owner: q,
 	})
 	if err != nil {
 		return nil, provider.Errorf(provider.ErrNoMemory, "create QP: %v", err)
 	}
-	t.Bind(eqp)
-	q.eqp, q.timer = eqp, t
+	q.timer.Bind(q.eqp)
 	return q, nil
 }
 

@@ -175,9 +175,9 @@ type QPTimer struct {
 	closed bool
 }
 
-// NewQPTimer returns the timer hook for a QP that is about to be created
-// on d: pass Arm as QPConfig.OnDeadline, then Bind the QP.
-func (d *Device) NewQPTimer() *QPTimer { return &QPTimer{w: d.wheel} }
+// InitQPTimer makes the zero t the timer hook of a QP that is about to be
+// created on d: pass t as QPConfig.OnDeadline, then Bind the QP.
+func (d *Device) InitQPTimer(t *QPTimer) { t.w = d.wheel }
 
 // Bind attaches the created QP.
 func (t *QPTimer) Bind(qp *engine.QP) {
@@ -185,6 +185,9 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 	t.qp = qp
 	t.w.mu.Unlock()
 }
+
+// Deadline arms the timer (engine.DeadlineHook): see Arm.
+func (t *QPTimer) Deadline(at time.Time) { t.Arm(at) }
 
 // Arm makes the QP's OnTimer run at (or soon after) at. The zero time says
 // the QP has no deadline left: what is armed stays armed (disarming it,
