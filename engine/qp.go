@@ -53,40 +53,32 @@ const (
 // Attr carries the QP attributes the engine uses. The verbs layer validates
 // them (state transitions, ranges) before calling Modify.
 type Attr struct {
-	State           QPState
-	AccessFlags     uint32
-	QKey            uint32
+	// The fields a post and a received packet read come first (see QP).
 	Remote          netip.Addr // destination IP, from the AV's destination GID
-	FlowLabel       uint32
-	PathMTU         int // bytes
+	DestQPN         uint32
+	AccessFlags     uint32
 	Timeout         uint8
 	RetryCnt        uint8
 	RNRRetry        uint8
+	State           QPState
+	QKey            uint32
+	FlowLabel       uint32
+	PathMTU         int // bytes
 	RQPSN           uint32
 	SQPSN           uint32
 	MaxRDAtomic     uint8
 	MaxDestRDAtomic uint8
 	MinRNRTimer     uint8
-	DestQPN         uint32
 }
 
-// QPConfig is what a QP is created with.
+// QPConfig is what a QP is created with. (Its fields are in the order a
+// post reads them; see QP.)
 type QPConfig struct {
 	Type       QPType
 	PD         uint32
-	SendCQ     CompletionQueue
-	RecvCQ     CompletionQueue
-	MaxSendWR  int
-	MaxRecvWR  int
-	MaxSendSGE int
-	MaxRecvSGE int
-	MaxInline  int
 	SigAll     bool // every send WR is signaled (sq_sig_all)
-	// SRQ, if set, supplies the receives instead of the QP's own queue.
-	SRQ *SRQ
-	// Owner is the caller's handle for the QP (returned by Owner), so
-	// events can be routed back to it.
-	Owner any
+	MaxSendSGE int
+	MaxInline  int
 	// OnDeadline, if set, is told (with the QP locked) whenever the QP's
 	// earliest timer deadline moves earlier or is newly set. The caller then
 	// arranges for OnTimer to run at that time. It is told the zero time
@@ -95,6 +87,16 @@ type QPConfig struct {
 	// that sent once does not cost a timer expiry later. It must not call
 	// back into the QP.
 	OnDeadline DeadlineHook
+	SendCQ     CompletionQueue
+	RecvCQ     CompletionQueue
+	MaxSendWR  int
+	MaxRecvWR  int
+	MaxRecvSGE int
+	// SRQ, if set, supplies the receives instead of the QP's own queue.
+	SRQ *SRQ
+	// Owner is the caller's handle for the QP (returned by Owner), so
+	// events can be routed back to it.
+	Owner any
 }
 
 // DeadlineHook is told a QP's timer deadlines (QPConfig.OnDeadline). An
@@ -113,17 +115,22 @@ func (f DeadlineFunc) Deadline(at time.Time) { f(at) }
 
 // QP is one queue pair's transport state. Its methods are safe for
 // concurrent use.
+//
+// The fields a post and a received packet use come first, in the order
+// they are used, then the configuration and attributes (each with those
+// fields first), then the rest: a QP not used for a while (one of many
+// connections) then costs a post or a packet a few cache misses, not one
+// per field.
 type QP struct {
-	mu   sync.Mutex
-	host *Host
-	cfg  QPConfig
-	qpn  uint32
-	attr Attr
-	st   QPState
-	// sport is the UDP source port on the wire (the link may not honour
-	// the rxe-style choice; see link.Link.SourcePort).
-	sport uint16
-	mtu   int
+	mu       sync.Mutex
+	st       QPState
+	qpn      uint32
+	sport    uint16 // the UDP source port on the wire (the link may not honour the rxe-style choice; see link.Link.SourcePort)
+	overflow bool   // a completion was lost to a full CQ
+	commEst  bool   // COMM_EST was raised
+	rung     bool   // on the host's doorbell list (PostSendDeferred)
+	host     *Host
+	mtu      int
 	// icrc is the ICRC start of the packets to the peer (attr.Remote,
 	// from sport), kept with them.
 	icrc wire.ICRCFlow
@@ -135,21 +142,18 @@ type QP struct {
 	// its peer's requests (see KeyCache).
 	keys KeyCache
 
-	sq  sendQueue
-	rq  recvQueue
-	req requester
-	rsp responder
+	sq       sendQueue
+	req      requester
+	deadline time.Time  // the deadline last reported through OnDeadline
+	cqe      Completion // scratch for pushSend/pushRecv, guarded by mu
+	sq1      sendWQE    // the send queue's first ring (sendQueue.first)
 
-	deadline time.Time // the deadline last reported through OnDeadline
-	overflow bool      // a completion was lost to a full CQ
-	commEst  bool      // COMM_EST was raised
-	rung     bool      // on the host's doorbell list (PostSendDeferred)
-
-	cqe Completion // scratch for pushSend/pushRecv, guarded by mu
+	cfg  QPConfig
+	attr Attr
+	rsp  responder
+	rq   recvQueue
 
 	stats Stats // the QP's own counters but Sent and Received (see QP.Counters)
-
-	sq1 sendWQE // the send queue's first ring (sendQueue.first)
 }
 
 // Owner returns QPConfig.Owner.

@@ -34,21 +34,12 @@ type responder struct {
 	nakSent bool // a PSN sequence NAK is outstanding
 	// ucDropping: UC is dropping the rest of a message after a gap.
 	ucDropping bool
-
-	kind    msgKind
-	wqe     recvWQE  // the receive taken for the message in progress
-	cur     *recvWQE // &wqe while a multi-packet SEND fills it
-	curOff  int
-	wrBuf   []byte // target of the WRITE in progress
-	wrOff   int
-	wrTotal int
-
-	// res are the READ/atomic responder resources (max_dest_rd_atomic of
-	// them, resCap), made at the first READ or atomic the QP answers: a
-	// QP that never answers one does not carry them.
-	res     []resource
-	resCap  int
-	resNext int
+	// ackPending says an ACK for ackPSN is owed; it changes only through
+	// QP.setAckPending, which keeps the host's count.
+	ackPending bool
+	ackPSN     wire.PSN
+	dropped    bool      // see rd
+	pumpAt     time.Time // see rd
 
 	// rd is the READ being answered. Its responses go out readBurst
 	// packets at a time (the rest from OnTimer, pumpAt being due), and
@@ -56,14 +47,22 @@ type responder struct {
 	// when the last response is out, a PSN sequence NAK sends the
 	// requester back to them. A peer thus cannot hold the receive path
 	// for longer than one burst, however much it asks to read.
-	rd      readCursor
-	dropped bool
-	pumpAt  time.Time
+	rd readCursor
 
-	// ackPending says an ACK for ackPSN is owed; it changes only through
-	// QP.setAckPending, which keeps the host's count.
-	ackPending bool
-	ackPSN     wire.PSN
+	kind    msgKind
+	wrBuf   []byte // target of the WRITE in progress
+	wrOff   int
+	wrTotal int
+	wqe     recvWQE  // the receive taken for the message in progress
+	cur     *recvWQE // &wqe while a multi-packet SEND fills it
+	curOff  int
+
+	// res are the READ/atomic responder resources (max_dest_rd_atomic of
+	// them, resCap), made at the first READ or atomic the QP answers: a
+	// QP that never answers one does not carry them.
+	res     []resource
+	resCap  int
+	resNext int
 }
 
 // readCursor is a READ being answered: length bytes at va under rkey,
