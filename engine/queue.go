@@ -128,9 +128,9 @@ func (q *sendQueue) makeSlots(n int) []sendWQE {
 // ring.
 func (q *sendQueue) grow() {
 	old := q.slots
-	n := 1
-	if len(old) > 0 || q.first == nil || q.depth == 1 {
-		n = grownSize(len(old), sqFirstSlots, q.depth)
+	n := grownSize(len(old), sqFirstSlots, q.depth)
+	if len(old) == 0 && q.first != nil {
+		n = 1 // the QP's own slot first
 	}
 	q.slots = q.makeSlots(n)
 	moveRing(old, q.slots, q.head, q.tail)
