@@ -97,7 +97,7 @@ func (w *timerWheel) collect(now int64) (due []*engine.QP, next int64) {
 				keep = append(keep, e) // a later turn
 			default:
 				w.n--
-				t.tick.Store(0) // before idle is read: see Arm
+				t.tick.Store(0) // before idle is read: see Deadline
 				if !t.idle.Load() && !t.closed && t.qp != nil {
 					due = append(due, t.qp)
 				}
@@ -186,23 +186,20 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 	t.w.mu.Unlock()
 }
 
-// Deadline arms the timer (engine.DeadlineHook): see Arm.
-func (t *QPTimer) Deadline(at time.Time) { t.Arm(at) }
-
-// Arm makes the QP's OnTimer run at (or soon after) at. The zero time says
-// the QP has no deadline left: what is armed stays armed (disarming it,
-// and arming again at the next send, costs a ping-pong more than the
-// expiry does) but its expiry no longer calls into the QP. A deadline
-// later than one already armed waits for that one: OnTimer arms the next.
-// The engine calls Arm with the QP locked, so it must not call into the
-// QP.
+// Deadline (engine.DeadlineHook) makes the QP's OnTimer run at (or soon
+// after) at. The zero time says the QP has no deadline left: what is armed
+// stays armed (disarming it, and arming again at the next send, costs a
+// ping-pong more than the expiry does) but its expiry no longer calls into
+// the QP. A deadline later than one already armed waits for that one:
+// OnTimer arms the next. The engine calls Deadline with the QP locked, so
+// it must not call into the QP.
 //
-// Arm takes no lock in the common cases: the zero time, and a deadline no
-// earlier than the wheel entry armed (a QP's every send pushes its
-// deadline later). idle is stored before tick is loaded, and the wheel
+// Deadline takes no lock in the common cases: the zero time, and a
+// deadline no earlier than the wheel entry armed (a QP's every send pushes
+// its deadline later). idle is stored before tick is loaded, and the wheel
 // clears tick before it loads idle, so an entry that fires meanwhile sees
 // the QP busy.
-func (t *QPTimer) Arm(at time.Time) {
+func (t *QPTimer) Deadline(at time.Time) {
 	if at.IsZero() {
 		t.idle.Store(true)
 		return
