@@ -132,6 +132,17 @@ func (qp *QP) Counters() Counters {
 	c := qp.stats.Snapshot()
 	qp.mu.Lock()
 	c.Sent, c.Received = qp.sent, qp.received
+	c.RDMASends, c.RDMARecvs, c.AckDeferred = qp.sends, qp.recvs, qp.acksDeferred
 	qp.mu.Unlock()
 	return c
+}
+
+// countOwn adds one to the device counter c, a field of qp.host.stats, and
+// to *own, the same counter of qp kept as a plain field under qp.mu next to
+// what changes with it: the counters most messages move (RDMASends,
+// RDMARecvs, AckDeferred) then cost a post or a packet no cache line of
+// their own.
+func (qp *QP) countOwn(c *atomic.Uint64, own *uint64) {
+	c.Add(1)
+	*own++
 }

@@ -699,7 +699,7 @@ func TestSignaling(t *testing.T) {
 	t.Run("sig-all", func(t *testing.T) {
 		p := newPair(t, allRemote)
 		p.a.mu.Lock()
-		p.a.cfg.SigAll = true
+		p.a.sigAll = true
 		p.a.mu.Unlock()
 		for i := range 3 {
 			p.recvB(uint64(50+i), p.mrb, i*1024, 1024)

@@ -15,11 +15,11 @@ type sliceCQ struct {
 	cap int
 }
 
-func (q *sliceCQ) Push(c *Completion) bool {
+func (q *sliceCQ) Push(c Completion) bool {
 	if q.cap > 0 && len(q.c) >= q.cap {
 		return false
 	}
-	q.c = append(q.c, *c)
+	q.c = append(q.c, c)
 	return true
 }
 

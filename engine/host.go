@@ -218,7 +218,9 @@ func (h *Host) initQP(qp *QP, cfg QPConfig) error {
 	if cfg.MaxSendWR <= 0 || cfg.MaxRecvWR < 0 {
 		return fmt.Errorf("engine: bad queue sizes send=%d recv=%d", cfg.MaxSendWR, cfg.MaxRecvWR)
 	}
-	qp.host, qp.cfg, qp.mtu = h, cfg, 1024
+	qp.host, qp.mtu = h, 1024
+	qp.typ, qp.pd, qp.sigAll, qp.srq, qp.owner = cfg.Type, cfg.PD, cfg.SigAll, cfg.SRQ, cfg.Owner
+	qp.onDeadline, qp.sendCQ, qp.recvCQ = cfg.OnDeadline, cfg.SendCQ, cfg.RecvCQ
 	qp.sq = newSendQueue(cfg.MaxSendWR, cfg.MaxSendSGE, cfg.MaxInline)
 	qp.sq.first = &qp.sq1
 	qp.rq = newRecvQueue(max(cfg.MaxRecvWR, 1), cfg.MaxRecvSGE)
@@ -235,7 +237,7 @@ func (h *Host) DestroyQP(qp *QP) {
 	}
 	h.mu.Unlock()
 	qp.mu.Lock()
-	if qp.rsp.ackPending && qp.st != StateErr {
+	if qp.ackPending && qp.st != StateErr {
 		// The application may have seen the last receive completion
 		// before the receive path sent its coalesced ACK: send it now,
 		// or the peer retransmits to a QP that no longer exists and its
@@ -391,11 +393,11 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 	}
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if p.Op.Transport() != transportOf(qp.cfg.Type) {
+	if p.Op.Transport() != transportOf(qp.typ) {
 		qp.count(&h.stats.DropWrongTransport)
 		return
 	}
-	if qp.cfg.Type != QPTypeUD && (d.Src.Addr().Unmap() != qp.attr.Remote || p.Op.Transport() == wire.TransportUD) {
+	if qp.typ != QPTypeUD && (d.Src.Addr().Unmap() != qp.attr.Remote || p.Op.Transport() == wire.TransportUD) {
 		qp.count(&h.stats.DropWrongSource)
 		return
 	}
@@ -406,9 +408,9 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 	qp.received++
 	qp.commEstablished()
 	switch {
-	case qp.cfg.Type == QPTypeUD:
+	case qp.typ == QPTypeUD:
 		qp.handleUD(now, p, d)
-	case qp.cfg.Type == QPTypeUC:
+	case qp.typ == QPTypeUC:
 		qp.handleUCRequest(now, p)
 	case p.Flags&wire.IsResponse != 0:
 		qp.handleResponse(now, p, tx)

@@ -71,8 +71,8 @@ type Attr struct {
 	MinRNRTimer     uint8
 }
 
-// QPConfig is what a QP is created with. (Its fields are in the order a
-// post reads them; see QP.)
+// QPConfig is what a QP is created with. (The QP keeps what it needs of
+// it where it reads it; see QP.)
 type QPConfig struct {
 	Type       QPType
 	PD         uint32
@@ -116,21 +116,41 @@ func (f DeadlineFunc) Deadline(at time.Time) { f(at) }
 // QP is one queue pair's transport state. Its methods are safe for
 // concurrent use.
 //
-// The fields a post and a received packet use come first, in the order
-// they are used, then the configuration and attributes (each with those
-// fields first), then the rest: a QP not used for a while (one of many
-// connections) then costs a post or a packet a few cache misses, not one
-// per field.
+// A QP not used for a while (one of many connections) costs a post or a
+// packet one cache miss per line of it that they read, so its fields are
+// laid out by who reads them: first what only a post and the
+// acknowledgements of what it sent read (the requester's side), then what
+// every post and every received packet read, then what only a received
+// request reads (the responder's side), then the rest. Each side reads one
+// run of lines. What the QP keeps of its QPConfig is in the same places.
 type QP struct {
-	mu       sync.Mutex
-	st       QPState
-	qpn      uint32
-	sport    uint16 // the UDP source port on the wire (the link may not honour the rxe-style choice; see link.Link.SourcePort)
-	overflow bool   // a completion was lost to a full CQ
-	commEst  bool   // COMM_EST was raised
-	rung     bool   // on the host's doorbell list (PostSendDeferred)
-	host     *Host
-	mtu      int
+	// The requester's side.
+	sq1    sendWQE // the send queue's first ring (sendQueue.first)
+	sq     sendQueue
+	sendCQ CompletionQueue
+	sends  uint64 // the QP's RDMASends (see countOwn)
+	req    requester
+
+	// What both sides read.
+	deadline time.Time // the deadline last reported through OnDeadline
+	// pumpAt is when the READ being answered (rsp.rd) sends its next
+	// burst, zero when none is waiting.
+	pumpAt time.Time
+	mu     sync.Mutex
+	st     QPState
+	typ    QPType
+	sigAll bool
+	// ackPending says an ACK for rsp.ackPSN is owed; it changes only
+	// through setAckPending, which keeps the host's count.
+	ackPending bool
+	overflow   bool   // a completion was lost to a full CQ
+	commEst    bool   // COMM_EST was raised
+	rung       bool   // on the host's doorbell list (PostSendDeferred)
+	sport      uint16 // the UDP source port on the wire (the link may not honour the rxe-style choice; see link.Link.SourcePort)
+	qpn        uint32
+	pd         uint32
+	host       *Host
+	mtu        int
 	// icrc is the ICRC start of the packets to the peer (attr.Remote,
 	// from sport), kept with them.
 	icrc wire.ICRCFlow
@@ -140,24 +160,25 @@ type QP struct {
 	sent, received uint64
 	// keys caches the MRs last named by this QP's work requests and by
 	// its peer's requests (see KeyCache).
-	keys KeyCache
+	keys       KeyCache
+	onDeadline DeadlineHook
+	attr       Attr
 
-	sq       sendQueue
-	req      requester
-	deadline time.Time  // the deadline last reported through OnDeadline
-	cqe      Completion // scratch for pushSend/pushRecv, guarded by mu
-	sq1      sendWQE    // the send queue's first ring (sendQueue.first)
+	// The responder's side.
+	recvs, acksDeferred uint64 // the QP's RDMARecvs and AckDeferred (see countOwn)
+	rsp                 responder
+	recvCQ              CompletionQueue
+	srq                 *SRQ // supplies the receives instead of rq, if set
+	// stats are the QP's own counters but those kept as fields (Sent,
+	// Received and those of countOwn; see QP.Counters).
+	stats Stats
 
-	cfg  QPConfig
-	attr Attr
-	rsp  responder
-	rq   recvQueue
-
-	stats Stats // the QP's own counters but Sent and Received (see QP.Counters)
+	rq    recvQueue
+	owner any // QPConfig.Owner
 }
 
 // Owner returns QPConfig.Owner.
-func (qp *QP) Owner() any { return qp.cfg.Owner }
+func (qp *QP) Owner() any { return qp.owner }
 
 // QPN returns the queue pair number.
 func (qp *QP) QPN() uint32 { return qp.qpn }
@@ -280,7 +301,7 @@ func (qp *QP) reset() {
 	qp.req.retryLeft, qp.req.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
 	qp.setAckPending(false) // before rsp.reset clears it uncounted
 	qp.rsp.reset(wire.PSN(qp.attr.RQPSN))
-	qp.deadline = time.Time{}
+	qp.deadline, qp.pumpAt = time.Time{}, time.Time{}
 	qp.overflow, qp.commEst = false, false
 }
 
@@ -295,7 +316,7 @@ func (qp *QP) enterError(now time.Time, tx *txBatch) {
 	// ERR (a disconnect), and without the ACK the peer retransmits its
 	// last message until its retries run out. Callers outside the
 	// receive path (a post that fails its local checks) have no batch.
-	if tx == nil && qp.rsp.ackPending {
+	if tx == nil && qp.ackPending {
 		tx = qp.host.getTx()
 		defer func() { qp.host.flush(tx); qp.host.putTx(tx) }()
 	}
@@ -330,7 +351,7 @@ func (qp *QP) flushRQ() {
 		r := qp.rq.pop()
 		qp.pushRecv(&Completion{WRID: r.id, Status: StatusWRFlushErr, QPN: qp.qpn})
 	}
-	if qp.cfg.SRQ != nil {
+	if qp.srq != nil {
 		// The SRQ's receives belong to every attached QP and stay.
 		qp.host.event(Event{Type: EventQPLastWQEReached, QP: qp})
 	}
@@ -355,7 +376,7 @@ func (qp *QP) Deadline() (time.Time, bool) {
 // responder's next READ burst.
 func (qp *QP) nextDeadline() (time.Time, bool) {
 	d, ok := qp.req.deadline()
-	if at := qp.rsp.pumpAt; !at.IsZero() && (!ok || at.Before(d)) {
+	if at := qp.pumpAt; !at.IsZero() && (!ok || at.Before(d)) {
 		d, ok = at, true
 	}
 	return d, ok
@@ -368,7 +389,7 @@ func (qp *QP) OnTimer(now time.Time) {
 	defer qp.mu.Unlock()
 	tx := qp.host.getTx()
 	qp.deadline = time.Time{}
-	if at := qp.rsp.pumpAt; !at.IsZero() && !now.Before(at) {
+	if at := qp.pumpAt; !at.IsZero() && !now.Before(at) {
 		qp.pumpRead(now, tx)
 	}
 	qp.req.onTimer(qp, now, tx)
@@ -381,40 +402,36 @@ func (qp *QP) OnTimer(now time.Time) {
 // noteDeadline reports a new earliest deadline through OnDeadline, or
 // the zero time when the deadline it reported last is gone.
 func (qp *QP) noteDeadline() {
-	if qp.cfg.OnDeadline == nil {
+	if qp.onDeadline == nil {
 		return
 	}
 	d, ok := qp.nextDeadline()
 	if !ok {
 		if !qp.deadline.IsZero() {
 			qp.deadline = time.Time{}
-			qp.cfg.OnDeadline.Deadline(time.Time{})
+			qp.onDeadline.Deadline(time.Time{})
 		}
 		return
 	}
 	if qp.deadline.IsZero() || d.Before(qp.deadline) {
 		qp.deadline = d
-		qp.cfg.OnDeadline.Deadline(d)
+		qp.onDeadline.Deadline(d)
 	}
 }
 
-// pushSend and pushRecv hand c to a CQ through qp.cqe, so that c itself
-// does not escape through the interface call and callers' completions stay
-// on the stack. They run with qp.mu held; Push must copy the completion.
+// pushSend and pushRecv hand c to the QP's CQs. They run with qp.mu held.
 func (qp *QP) pushSend(c *Completion) {
-	qp.cqe = *c
-	if qp.cfg.SendCQ != nil && !qp.cfg.SendCQ.Push(&qp.cqe) {
-		qp.cqOverflow(qp.cfg.SendCQ)
+	if qp.sendCQ != nil && !qp.sendCQ.Push(*c) {
+		qp.cqOverflow(qp.sendCQ)
 	}
 }
 
 func (qp *QP) pushRecv(c *Completion) {
 	if c.Status == StatusSuccess {
-		qp.count(&qp.host.stats.RDMARecvs)
+		qp.countOwn(&qp.host.stats.RDMARecvs, &qp.recvs)
 	}
-	qp.cqe = *c
-	if qp.cfg.RecvCQ != nil && !qp.cfg.RecvCQ.Push(&qp.cqe) {
-		qp.cqOverflow(qp.cfg.RecvCQ)
+	if qp.recvCQ != nil && !qp.recvCQ.Push(*c) {
+		qp.cqOverflow(qp.recvCQ)
 	}
 }
 
@@ -440,7 +457,7 @@ func (qp *QP) settle(now time.Time, tx *txBatch) {
 
 // commEstablished raises COMM_EST for the first packet a QP in RTR receives.
 func (qp *QP) commEstablished() {
-	if qp.st == StateRTR && !qp.commEst && qp.cfg.Type != QPTypeUD {
+	if qp.st == StateRTR && !qp.commEst && qp.typ != QPTypeUD {
 		qp.commEst = true
 		qp.host.event(Event{Type: EventCommEst, QP: qp})
 	}

@@ -8,8 +8,8 @@ import (
 
 // TestSendQueueGrows fills send queues of several depths with the head
 // moved around the ring first, so that growing moves wrapped WQEs, and
-// checks that each WQE keeps its place, contents and AV/Bind pointers, and
-// that the ring never grows past its depth.
+// checks that each WQE keeps its place, contents and extension, and that
+// the ring never grows past its depth.
 func TestSendQueueGrows(t *testing.T) {
 	for _, c := range []struct {
 		sge   int
@@ -39,7 +39,7 @@ func testSendQueueGrows(t *testing.T, sge int, inQP bool) {
 				}
 				w := q.push()
 				w.wr.ID = uint64(i)
-				w.setAV(&AV{Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})})
+				w.setUD(&AV{Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})}, uint32(i), 0)
 				w.setBind(&Bind{RKey: uint32(i)})
 				w.inline = append(w.inline, byte(i))
 				w.segs = append(w.segs, w.inline)
@@ -52,22 +52,23 @@ func testSendQueueGrows(t *testing.T, sge int, inQP bool) {
 			}
 			for i := 0; i < depth; i++ {
 				w := q.at(first + uint64(i))
-				if w.wr.ID != uint64(i) || w.wr.AV != &w.ext.av || w.ext.av.Remote.As4()[3] != byte(i) ||
-					w.wr.Bind != &w.ext.bind || w.ext.bind.RKey != uint32(i) || len(w.segs) != 1 || w.segs[0][0] != byte(i) {
+				if w.wr.ID != uint64(i) || w.ext.av.Remote.As4()[3] != byte(i) || w.ext.remoteQPN != uint32(i) ||
+					w.ext.bind.RKey != uint32(i) || len(w.segs) != 1 || w.segs[0][0] != byte(i) {
 					t.Fatalf("depth %d skew %d: WQE %d moved wrong: %+v", depth, skew, i, w.wr)
 				}
 				if sge == 1 && &w.segs[:1][0] != &w.seg1[0] {
 					t.Fatalf("depth %d skew %d: WQE %d's scatter list left the slot", depth, skew, i)
 				}
 			}
-			// Drain and refill: the slots are reused, not grown.
+			// Drain and refill: the slots are reused, not grown, and
+			// keep their extensions (made once per slot).
 			n := len(q.slots)
 			for !q.empty() {
 				q.pop()
 			}
 			for i := 0; i < depth; i++ {
-				if w := q.push(); len(w.segs) != 0 || len(w.inline) != 0 || w.wr.AV != nil {
-					t.Fatalf("depth %d: a reused slot kept old state", depth)
+				if w := q.push(); len(w.segs) != 0 || len(w.inline) != 0 || w.wr != (postedWR{}) || w.ext == nil {
+					t.Fatalf("depth %d: a reused slot kept old state or lost its extension", depth)
 				}
 			}
 			if len(q.slots) != n {

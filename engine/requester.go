@@ -155,7 +155,7 @@ func (qp *QP) startSends(now time.Time, tx *txBatch) {
 	qp.req.progress(qp, now, tx)
 	qp.settle(now, tx)
 	qp.noteDeadline()
-	if qp.rsp.ackPending {
+	if qp.ackPending {
 		// An ACK that Host.ReceivePolled left pending goes out with
 		// the new packets, in the same send (often one GSO send).
 		qp.flushDeferredAck(tx)
@@ -174,45 +174,46 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 	switch wr.Op {
 	case WRSend, WRSendImm:
 	case WRWrite, WRWriteImm:
-		if qp.cfg.Type == QPTypeUD {
+		if qp.typ == QPTypeUD {
 			return ErrBadOpcode
 		}
 	case WRRead, WRCompareSwap, WRFetchAdd, WRSendWithInv:
-		if qp.cfg.Type != QPTypeRC {
+		if qp.typ != QPTypeRC {
 			return ErrBadOpcode
 		}
 	case WRLocalInv, WRBindMW:
-		if qp.cfg.Type == QPTypeUD || (wr.Op == WRBindMW && wr.Bind == nil) {
+		if qp.typ == QPTypeUD || (wr.Op == WRBindMW && wr.Bind == nil) {
 			return ErrBadOpcode
 		}
 	default:
 		return ErrBadOpcode
 	}
-	if qp.cfg.Type == QPTypeUD && (wr.AV == nil || !wr.AV.Remote.IsValid()) {
+	if qp.typ == QPTypeUD && (wr.AV == nil || !wr.AV.Remote.IsValid()) {
 		return ErrNoAV
 	}
-	if len(wr.SGL) > max(qp.cfg.MaxSendSGE, 1) {
+	if len(wr.SGL) > qp.sq.maxSGE {
 		return ErrTooManySGE
 	}
 	w := qp.sq.push()
 	// Field by field, leaving out the SGL (resolved into w.segs below) and
 	// the pointers (copied into w): *wr does not escape, so a caller's
 	// SGL literal can stay on its stack.
-	w.wr = SendWR{ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
-		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
-	if wr.AV != nil {
-		w.setAV(wr.AV)
-	}
-	if wr.Bind != nil {
+	w.wr = postedWR{ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey}
+	atomic := wr.Op == WRCompareSwap || wr.Op == WRFetchAdd
+	switch {
+	case atomic:
+		w.setAtomic(wr.CompareAdd, wr.Swap)
+	case qp.typ == QPTypeUD:
+		w.setUD(wr.AV, wr.RemoteQPN, wr.RemoteQKey)
+	case wr.Op == WRBindMW:
 		w.setBind(wr.Bind)
 	}
-	w.signaled = qp.cfg.SigAll || wr.Flags&SendSignaled != 0
+	w.signaled = qp.sigAll || wr.Flags&SendSignaled != 0
 	if qp.st == StateErr {
 		w.status = StatusWRFlushErr
 		qp.flushSQ()
 		return nil
 	}
-	atomic := wr.Op == WRCompareSwap || wr.Op == WRFetchAdd
 	scatter := wr.Op == WRRead || atomic
 	inline := wr.Flags&SendInline != 0 && !scatter
 	for _, sge := range wr.SGL {
@@ -221,7 +222,7 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 				qp.sq.tail--
 				return ErrInline
 			}
-			src, err := qp.host.mem.LocalCached(&qp.keys, qp.cfg.PD, sge, false)
+			src, err := qp.host.mem.LocalCached(&qp.keys, qp.pd, sge, false)
 			if err != nil {
 				// Inline data is copied from plain memory: an L_Key is
 				// not needed, but the range must still be registered
@@ -233,7 +234,7 @@ func (qp *QP) postSendLocked(now time.Time, wr *SendWR) error {
 			w.inline = append(w.inline, src...)
 			continue
 		}
-		b, err := qp.host.mem.LocalCached(&qp.keys, qp.cfg.PD, sge, scatter)
+		b, err := qp.host.mem.LocalCached(&qp.keys, qp.pd, sge, scatter)
 		if err != nil {
 			w.status = StatusLocProtErr
 			break
@@ -266,7 +267,7 @@ func (qp *QP) completeSend(w *sendWQE) {
 		qp.req.rdInFlight--
 	}
 	if w.status == StatusSuccess && (w.wr.Op == WRSend || w.wr.Op == WRSendImm || w.wr.Op == WRSendWithInv) {
-		qp.count(&qp.host.stats.RDMASends)
+		qp.countOwn(&qp.host.stats.RDMASends, &qp.sends)
 	}
 	if w.signaled || w.status != StatusSuccess {
 		c := Completion{WRID: w.wr.ID, Status: w.status, QPN: qp.qpn, ByteLen: uint32(w.length)}
@@ -326,7 +327,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			}
 			continue
 		}
-		if qp.cfg.Type == QPTypeRC && (r.psn.Diff(r.compPSN) >= maxUnackedPSNs || r.probing && r.psn != r.compPSN) {
+		if qp.typ == QPTypeRC && (r.psn.Diff(r.compPSN) >= maxUnackedPSNs || r.probing && r.psn != r.compPSN) {
 			return
 		}
 		if !w.started {
@@ -349,7 +350,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 			r.started = r.next + 1
 		}
 		idx := r.next
-		if qp.cfg.Type == QPTypeUD {
+		if qp.typ == QPTypeUD {
 			r.sendUD(qp, w, tx)
 		} else {
 			r.sendPacket(qp, w, tx)
@@ -357,7 +358,7 @@ func (r *requester) progress(qp *QP, now time.Time, tx *txBatch) {
 		if r.psn.After(r.highPSN) {
 			r.highPSN = r.psn
 		}
-		if qp.cfg.Type != QPTypeRC {
+		if qp.typ != QPTypeRC {
 			// UC and UD: nothing is acknowledged, so a WQE completes
 			// once its last packet is on the wire.
 			if r.next > idx {
@@ -393,7 +394,7 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 			op = wire.RCFetchAdd
 		}
 		b := tx.packet(qp, op, 0)
-		wire.AtomicETH(b[wire.BTHLen:]).Encode(w.wr.RemoteAddr, w.wr.RKey, w.swapAdd(), w.wr.CompareAdd)
+		wire.AtomicETH(b[wire.BTHLen:]).Encode(w.wr.RemoteAddr, w.wr.RKey, w.swapAdd(), w.ext.compareAdd)
 		wire.BTH(b).Encode(op, false, 0, qp.attr.DestQPN, true, r.psn)
 		tx.commit(qp, b)
 		r.sinceAckReq = 0
@@ -403,7 +404,7 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 	}
 	n := min(qp.mtu, w.length-off)
 	first, last := off == 0, off+n == w.length
-	op := opcodeFor(qp.cfg.Type, w.wr.Op, first, last)
+	op := opcodeFor(qp.typ, w.wr.Op, first, last)
 	ref := payloadRef(w.segs, off, n)
 	b := tx.dataPacket(qp, op, n, ref)
 	h := wire.BTHLen
@@ -440,22 +441,22 @@ func (r *requester) sendPacket(qp *QP, w *sendWQE, tx *txBatch) {
 func (qp *QP) executeLocal(w *sendWQE) {
 	var err error
 	if w.wr.Op == WRBindMW {
-		err = qp.host.mem.BindMW(qp.cfg.PD, qp.qpn, w.wr.Bind)
+		err = qp.host.mem.BindMW(qp.pd, qp.qpn, &w.ext.bind)
 		if err != nil {
 			w.status = StatusMWBindErr
 		}
 		return
 	}
-	if err = qp.host.mem.Invalidate(qp.cfg.PD, w.wr.Imm); err != nil {
+	if err = qp.host.mem.Invalidate(qp.pd, w.wr.Imm); err != nil {
 		w.status = StatusLocProtErr
 	}
 }
 
 func (w *sendWQE) swapAdd() uint64 {
 	if w.wr.Op == WRFetchAdd {
-		return w.wr.CompareAdd
+		return w.ext.compareAdd
 	}
-	return w.wr.Swap
+	return w.ext.swap
 }
 
 // opcodeFor returns the wire opcode of a SEND or WRITE packet.

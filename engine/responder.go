@@ -27,35 +27,33 @@ type resource struct {
 	orig     uint64
 }
 
-// responder is the receive side of an RC QP.
+// responder is the receive side of an RC QP. (Whether an ACK is owed,
+// and when a READ's next burst goes out, are the QP's: ackPending and
+// pumpAt, which a post reads too.) What every request reads comes first.
 type responder struct {
 	ePSN    wire.PSN // next expected PSN
 	msn     uint32
-	nakSent bool // a PSN sequence NAK is outstanding
+	ackPSN  wire.PSN // the PSN the ACK owed acknowledges (QP.ackPending)
+	nakSent bool     // a PSN sequence NAK is outstanding
 	// ucDropping: UC is dropping the rest of a message after a gap.
 	ucDropping bool
-	// ackPending says an ACK for ackPSN is owed; it changes only through
-	// QP.setAckPending, which keeps the host's count.
-	ackPending bool
-	ackPSN     wire.PSN
-	dropped    bool      // see rd
-	pumpAt     time.Time // see rd
+	dropped    bool // see rd
+	kind       msgKind
 
 	// rd is the READ being answered. Its responses go out readBurst
-	// packets at a time (the rest from OnTimer, pumpAt being due), and
-	// every request that arrives meanwhile is dropped (dropped is set):
-	// when the last response is out, a PSN sequence NAK sends the
+	// packets at a time (the rest from OnTimer, the QP's pumpAt being
+	// due), and every request that arrives meanwhile is dropped (dropped
+	// is set): when the last response is out, a PSN sequence NAK sends the
 	// requester back to them. A peer thus cannot hold the receive path
 	// for longer than one burst, however much it asks to read.
 	rd readCursor
 
-	kind    msgKind
 	wrBuf   []byte // target of the WRITE in progress
 	wrOff   int
 	wrTotal int
-	wqe     recvWQE  // the receive taken for the message in progress
 	cur     *recvWQE // &wqe while a multi-packet SEND fills it
 	curOff  int
+	wqe     recvWQE // the receive taken for the message in progress
 
 	// res are the READ/atomic responder resources (max_dest_rd_atomic of
 	// them, resCap), made at the first READ or atomic the QP answers: a
@@ -269,7 +267,7 @@ func (qp *QP) requestError(now time.Time, tx *txBatch, psn wire.PSN, syn wire.Sy
 // copied into the responder, so its ring slot can be reposted at once.
 func (qp *QP) takeRecv(tx *txBatch, psn wire.PSN) *recvWQE {
 	w := &qp.rsp.wqe
-	if srq := qp.cfg.SRQ; srq != nil {
+	if srq := qp.srq; srq != nil {
 		if srq.take(w) {
 			return w
 		}
@@ -277,7 +275,7 @@ func (qp *QP) takeRecv(tx *txBatch, psn wire.PSN) *recvWQE {
 		w.copyFrom(qp.rq.pop())
 		return w
 	}
-	if qp.cfg.Type != QPTypeRC {
+	if qp.typ != QPTypeRC {
 		return nil // UC and UD drop the message silently
 	}
 	qp.count(&qp.host.stats.RNRNAKsSent)
@@ -315,7 +313,7 @@ func (qp *QP) executeSend(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		c.Imm = imm.Imm()
 	}
 	if ieth := p.IETH(); ieth != nil {
-		if qp.host.mem.Invalidate(qp.cfg.PD, ieth.RKey()) != nil {
+		if qp.host.mem.Invalidate(qp.pd, ieth.RKey()) != nil {
 			qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 			return false
 		}
@@ -342,7 +340,7 @@ func (qp *QP) executeWrite(now time.Time, p *wire.Packet, tx *txBatch) bool {
 		}
 		var buf []byte
 		if total > 0 {
-			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
+			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.pd, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
 			if err != nil {
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 				return false
@@ -393,7 +391,7 @@ func (qp *QP) executeRead(now time.Time, p *wire.Packet, tx *txBatch) {
 		return
 	}
 	if total > 0 {
-		if _, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
+		if _, err := qp.host.mem.RemoteCached(&qp.keys, qp.pd, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteRead); err != nil {
 			qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 			return
 		}
@@ -420,7 +418,7 @@ func (qp *QP) sendReadResponses(now time.Time, tx *txBatch, psn wire.PSN, va uin
 func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
 	s := &qp.rsp
 	c := &s.rd
-	s.pumpAt = time.Time{}
+	qp.pumpAt = time.Time{}
 	if !c.active {
 		return
 	}
@@ -431,7 +429,7 @@ func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
 	qp.clearDeferredAck(tx, c.next)
 	for burst := qp.host.cfg.ReadBurst; ; burst-- {
 		if burst == 0 {
-			s.pumpAt = now
+			qp.pumpAt = now
 			return
 		}
 		psn, off, length, va, rkey := c.next, int(c.off), c.length, c.va, c.rkey
@@ -450,7 +448,7 @@ func (qp *QP) pumpRead(now time.Time, tx *txBatch) {
 		}
 		var src []byte
 		if n > 0 {
-			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
+			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.pd, qp.qpn, rkey, va+uint64(off), uint64(n), AccessRemoteRead)
 			if err != nil {
 				c.active, s.dropped = false, false
 				qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
@@ -493,7 +491,7 @@ func (qp *QP) executeAtomic(now time.Time, p *wire.Packet, tx *txBatch) {
 		qp.requestError(now, tx, psn, wire.SyndromeInvalidReq, StatusRemInvReqErr)
 		return
 	}
-	w, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
+	w, err := qp.host.mem.RemoteCached(&qp.keys, qp.pd, qp.qpn, a.RKey(), a.VA(), 8, AccessRemoteAtomic)
 	if err != nil {
 		qp.requestError(now, tx, psn, wire.SyndromeRemoteAccess, StatusRemAccessErr)
 		return
@@ -551,8 +549,8 @@ func (qp *QP) duplicate(now time.Time, p *wire.Packet, psn wire.PSN, tx *txBatch
 // sends one per QP after each received batch.
 func (qp *QP) deferAck(psn wire.PSN) {
 	s := &qp.rsp
-	qp.count(&qp.host.stats.AckDeferred)
-	if !s.ackPending {
+	qp.countOwn(&qp.host.stats.AckDeferred, &qp.acksDeferred)
+	if !qp.ackPending {
 		s.ackPSN = psn
 		qp.host.pending = append(qp.host.pending, qp)
 		qp.setAckPending(true)
@@ -564,10 +562,10 @@ func (qp *QP) deferAck(psn wire.PSN) {
 // setAckPending records whether qp owes a coalesced ACK, and counts the
 // change in the host's acksOwed.
 func (qp *QP) setAckPending(owed bool) {
-	if qp.rsp.ackPending == owed {
+	if qp.ackPending == owed {
 		return
 	}
-	qp.rsp.ackPending = owed
+	qp.ackPending = owed
 	if owed {
 		qp.host.acksOwed.Add(1)
 	} else {
@@ -579,7 +577,7 @@ func (qp *QP) setAckPending(owed bool) {
 // a later response implies the ACK; an earlier one must not overtake it.
 func (qp *QP) clearDeferredAck(tx *txBatch, psn wire.PSN) {
 	s := &qp.rsp
-	if !s.ackPending {
+	if !qp.ackPending {
 		return
 	}
 	qp.setAckPending(false)
@@ -590,7 +588,7 @@ func (qp *QP) clearDeferredAck(tx *txBatch, psn wire.PSN) {
 
 // flushDeferredAck sends a coalesced ACK if one is owed.
 func (qp *QP) flushDeferredAck(tx *txBatch) {
-	owed := qp.rsp.ackPending
+	owed := qp.ackPending
 	qp.setAckPending(false)
 	if owed && qp.st != StateErr {
 		qp.writeAck(tx, wire.SyndromeACK, qp.rsp.ackPSN)

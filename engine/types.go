@@ -153,8 +153,7 @@ type Completion struct {
 }
 
 // CompletionQueue receives completions. Push returns false when the queue is
-// full (a CQ overflow). Push must copy *c and not keep the pointer: the engine
-// reuses the Completion for the next push.
+// full (a CQ overflow).
 type CompletionQueue interface {
-	Push(c *Completion) bool
+	Push(c Completion) bool
 }

@@ -117,7 +117,7 @@ func (qp *QP) ucWrite(p *wire.Packet, first bool) {
 		}
 		var buf []byte
 		if total > 0 {
-			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.cfg.PD, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
+			b, err := qp.host.mem.RemoteCached(&qp.keys, qp.pd, qp.qpn, reth.RKey(), reth.VA(), uint64(total), AccessRemoteWrite)
 			if err != nil {
 				qp.ucDrop()
 				return

@@ -36,7 +36,7 @@ func (r *requester) sendUD(qp *QP, w *sendWQE, tx *txBatch) {
 	}
 	n := w.length
 	b := tx.packet(qp, op, n)
-	qkey := w.wr.RemoteQKey
+	qkey := w.ext.remoteQKey
 	if qkey&controlledQKey != 0 {
 		qkey = qp.attr.QKey
 	}
@@ -47,9 +47,9 @@ func (r *requester) sendUD(qp *QP, w *sendWQE, tx *txBatch) {
 		h += wire.ImmDtLen
 	}
 	copyFrom(b[h:h+n], w.segs, 0)
-	wire.BTH(b).Encode(op, w.wr.Flags&SendSolicited != 0, wire.Pad(n), w.wr.RemoteQPN, true, r.psn)
+	wire.BTH(b).Encode(op, w.wr.Flags&SendSolicited != 0, wire.Pad(n), w.ext.remoteQPN, true, r.psn)
 	r.psn = r.psn.Next()
-	tx.commitTo(qp, b, w.wr.AV.Remote)
+	tx.commitTo(qp, b, w.ext.av.Remote)
 }
 
 // handleUD receives one UD datagram: Q_Key check, a receive WQE (none: a

@@ -21,18 +21,20 @@ type QPInitAttr struct {
 
 // QP is a queue pair (ibv_qp).
 type QP struct {
-	pd   *PD
-	init QPInitAttr
-	p    provider.QP
-
-	mu   sync.Mutex // serialises Modify, Query and Destroy
-	attr QPAttr     // last attributes set by Modify
+	// What a post reads comes first: one or two cache lines for a QP
+	// not used for a while.
 
 	// postMu serialises PostSend with PostSend and with Destroy.
 	postMu sync.Mutex
 	// destroyed is set by Destroy, under mu and postMu. It is atomic
 	// because PostRecv, on the hot path, reads it without a lock.
 	destroyed atomic.Bool
+	p         provider.QP
+	init      QPInitAttr
+
+	pd   *PD
+	mu   sync.Mutex // serialises Modify, Query and Destroy
+	attr QPAttr     // last attributes set by Modify
 }
 
 // CreateQP creates an RC, UC or UD queue pair in RESET (ibv_create_qp).

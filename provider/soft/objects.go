@@ -141,7 +141,7 @@ func (q *cq) regrow(size int) {
 
 // Push implements engine.CompletionQueue. It reports false when the CQ is
 // full; the completion is then lost and the CQ marked overflowed.
-func (q *cq) Push(c *engine.Completion) bool {
+func (q *cq) Push(c engine.Completion) bool {
 	q.mu.Lock()
 	if q.n == q.cqe || q.destroyed {
 		q.overflow = true
@@ -151,7 +151,7 @@ func (q *cq) Push(c *engine.Completion) bool {
 	if q.n == len(q.ring) {
 		q.regrow(min(max(2*len(q.ring), cqFirstSlots), q.cqe))
 	}
-	q.ring[(q.head+q.n)%len(q.ring)] = *c
+	q.ring[(q.head+q.n)%len(q.ring)] = c
 	q.n++
 	if q.n == 1 {
 		select {
@@ -419,9 +419,9 @@ type qp struct {
 	ctx   *Context
 	eqp   *engine.QP // &e
 	typ   provider.QPType
-	owner any
 	timer softdev.QPTimer
-	e     engine.QP
+	e     engine.QP // what a post reads first (see engine.QP)
+	owner any
 }
 
 func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error) {

@@ -303,9 +303,9 @@ type ringCQ struct {
 	n  atomic.Int32 // len(q), for a look without the lock
 }
 
-func (c *ringCQ) Push(x *engine.Completion) bool {
+func (c *ringCQ) Push(x engine.Completion) bool {
 	c.mu.Lock()
-	c.q = append(c.q, *x)
+	c.q = append(c.q, x)
 	c.n.Store(int32(len(c.q)))
 	c.mu.Unlock()
 	return true
