@@ -18,8 +18,11 @@ import (
 // Defaults of UDPOptions.
 const (
 	// DefaultMaxSourcePorts is the default cap on extra source-port sockets
-	// per UDP link.
-	DefaultMaxSourcePorts = 256
+	// per UDP link: enough ports for ECMP to spread a device's QPs, few
+	// enough that the sockets' kernel state stays in cache when many QPs
+	// send in turn (with 256, WRITEs spread over 256 QP pairs ran 7 %
+	// slower than over 8; with 32, as fast).
+	DefaultMaxSourcePorts = 32
 	// DefaultSocketBuffer is the default SO_RCVBUF/SO_SNDBUF size of the
 	// main socket.
 	DefaultSocketBuffer = 8 << 20
@@ -458,9 +461,8 @@ func (u *UDP) SourcePort(want uint16) uint16 {
 
 // sharedSourcePorts is how many of the first source-port sockets carry
 // the datagrams of ports that got none: few enough that their kernel state
-// stays in cache when many QPs send in turn (spread over all 256, sending
-// cost as much as the wake-ups it spared).
-const sharedSourcePorts = 8
+// stays in cache when many QPs send in turn (see DefaultMaxSourcePorts).
+const sharedSourcePorts = DefaultMaxSourcePorts
 
 // sharedPort returns the open source port that want shares, or the link's
 // own when none is open. u.mu is held.
