@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rdma-go/rdma-go/provider"
+	"github.com/rdma-go/rdma-go/provider/soft"
 )
 
 // QPInitAttr describes a QP to create (struct ibv_qp_init_attr).
@@ -35,6 +36,19 @@ type QP struct {
 	pd   *PD
 	mu   sync.Mutex // serialises Modify, Query and Destroy
 	attr QPAttr     // last attributes set by Modify
+}
+
+// softQP is a QP of the soft provider: verbs' QP and the provider's, in
+// one object. A post reads both; as two objects, the second's address was
+// known only once the first had come from memory (see soft.QPStorage).
+type softQP struct {
+	QP
+	prov soft.QPStorage
+}
+
+// softQPCreator is a soft PD, which can build its QP in a softQP.
+type softQPCreator interface {
+	CreateQPIn(s *soft.QPStorage, init *provider.QPInitAttr, owner any) (provider.QP, error)
 }
 
 // CreateQP creates an RC, UC or UD queue pair in RESET (ibv_create_qp).
@@ -97,8 +111,19 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		}
 		pinit.SRQ = init.SRQ.p
 	}
-	q := &QP{pd: pd, init: init}
-	p, err := pd.p.CreateQP(&pinit, q)
+	var (
+		q   *QP
+		p   provider.QP
+		err error
+	)
+	if s, ok := pd.p.(softQPCreator); ok {
+		o := &softQP{QP: QP{pd: pd, init: init}}
+		q = &o.QP
+		p, err = s.CreateQPIn(&o.prov, &pinit, q)
+	} else {
+		q = &QP{pd: pd, init: init}
+		p, err = pd.p.CreateQP(&pinit, q)
+	}
 	if err != nil {
 		init.SendCQ.use(-1)
 		init.RecvCQ.use(-1)

@@ -424,7 +424,25 @@ type qp struct {
 	owner any
 }
 
+// QPStorage holds a soft QP in memory its caller allocates (see
+// CreateQPIn): the verbs layer keeps it in the same object as its own QP,
+// so that a post to a QP not used for a while starts with one cache miss,
+// not two one after the other (rdma-core's providers embed ibv_qp in their
+// QP for the same reason).
+type QPStorage struct{ q qp }
+
+// CreateQPIn is CreateQP with the QP built in s, which must be zero and
+// must not be moved or reused while the QP exists.
+func (p *pd) CreateQPIn(s *QPStorage, init *provider.QPInitAttr, owner any) (provider.QP, error) {
+	return p.createQPIn(&s.q, init, owner)
+}
+
 func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error) {
+	return p.createQPIn(new(qp), init, owner)
+}
+
+// createQPIn builds a QP in the zero q.
+func (p *pd) createQPIn(q *qp, init *provider.QPInitAttr, owner any) (provider.QP, error) {
 	c := p.ctx
 	scq, ok1 := init.SendCQ.(*cq)
 	rcq, ok2 := init.RecvCQ.(*cq)
@@ -439,7 +457,7 @@ func (p *pd) CreateQP(init *provider.QPInitAttr, owner any) (provider.QP, error)
 		}
 		esrq = s.e
 	}
-	q := &qp{ctx: c, typ: init.Type, owner: owner}
+	q.ctx, q.typ, q.owner = c, init.Type, owner
 	q.eqp = &q.e
 	c.run.InitQPTimer(&q.timer)
 	cp := &init.Cap
