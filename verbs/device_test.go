@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 var devTestN atomic.Uint32
@@ -294,6 +296,7 @@ func TestObjectLifetimes(t *testing.T) {
 	if qp.State() != QPStateReset || qp.Type() != QPTypeRC || qp.QPN() < 2 || qp.QPN() > 0xFFFFFF {
 		t.Errorf("new QP: state %s type %s QPN %#x", qp.State(), qp.Type(), qp.QPN())
 	}
+	checkOneObject(t, qp)
 	if err := cq.Destroy(); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Destroy of a CQ used by a QP: %v, want ErrBusy", err)
 	}
@@ -370,3 +373,16 @@ const (
 	maxCQE  = 1 << 20
 	maxQPWR = 1 << 14
 )
+
+// checkOneObject checks that a soft device's QP and the provider's QP
+// behind it are one allocation: the provider's object lies inside the
+// softQP that holds verbs' QP, so a post finds the provider's state next
+// to verbs' own instead of behind a pointer to somewhere else in memory.
+func checkOneObject(t *testing.T, qp *QP) {
+	t.Helper()
+	start := uintptr(unsafe.Pointer(qp))
+	prov := reflect.ValueOf(qp.p).Pointer() // the provider's QP object
+	if prov < start+unsafe.Offsetof(softQP{}.prov) || prov >= start+unsafe.Sizeof(softQP{}) {
+		t.Errorf("provider QP at %#x, outside the softQP at %#x (%d bytes)", prov, start, unsafe.Sizeof(softQP{}))
+	}
+}
