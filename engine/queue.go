@@ -141,10 +141,9 @@ func (q *sendQueue) makeSlots(n int) []sendWQE {
 
 // grow makes the first slot, or grows the ring (up to depth), moving the
 // outstanding WQEs to their places in the new one. A moved WQE keeps its
-// inline buffer (the old array stays alive through it) and its ext (AV and
-// Bind pointers stay valid); a scatter list in the slot moves with it. No
-// *sendWQE is held across a push, so nothing else points into the old
-// ring.
+// inline buffer (the old array stays alive through it) and its ext; a
+// scatter list in the slot moves with it. No *sendWQE is held across a
+// push, so nothing else points into the old ring.
 func (q *sendQueue) grow() {
 	old := q.slots
 	n := grownSize(len(old), sqFirstSlots, q.depth)
