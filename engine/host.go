@@ -333,7 +333,9 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 		bytes += len(d.Buf)
 		if d.SegSize <= 0 || d.SegSize >= len(d.Buf) {
 			pkts++
+			t0 := stageStart()
 			h.receiveOne(now, d, tx)
+			rxDone(d.Buf, t0)
 			continue
 		}
 		// Several datagrams coalesced by the link (UDP GRO).
@@ -342,7 +344,9 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 			n := min(d.SegSize, len(b))
 			seg.Buf = b[:n:n]
 			pkts++
+			t0 := stageStart()
 			h.receiveOne(now, &seg, tx)
+			rxDone(seg.Buf, t0)
 			b = b[n:]
 		}
 	}
@@ -359,7 +363,9 @@ func (h *Host) receive(now time.Time, batch []link.Datagram, deferAcks bool) {
 		clear(h.pending)
 		h.pending = h.pending[:0]
 	}
+	t0 := stageStart()
 	h.flush(tx)
+	stages.rxFlush.done(t0)
 }
 
 // receiveOne processes one datagram; receive counts it.

@@ -132,9 +132,13 @@ func (qp *QP) PostSendList(now time.Time, wrs []SendWR) (n int, err error) {
 
 // sendNow sends what the send queue allows, at once, in a batch of its own.
 func (qp *QP) sendNow(now time.Time) {
+	t0 := stageStart()
 	tx := qp.host.getTx()
 	qp.startSends(now, tx)
+	t1 := stageStart()
+	stages.postBuild.done(t0)
 	qp.host.flush(tx)
+	stages.postSend.done(t1)
 	qp.host.putTx(tx)
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdma-go/rdma-go/engine"
 	"github.com/rdma-go/rdma-go/internal/perftest/workload"
 	"github.com/rdma-go/rdma-go/internal/testdev"
 	"github.com/rdma-go/rdma-go/verbs"
@@ -117,16 +118,61 @@ func heapAlloc() uint64 {
 	return ms.HeapAlloc
 }
 
-// timed returns how long f took, and adds the packets x and y sent
-// meanwhile to *pkts.
-func timed(f func(), x, y *scaleSide, pkts *uint64) time.Duration {
+// scaleMode is what BenchmarkQPScale measured of one mode (spread, or over
+// 8 pairs).
+type scaleMode struct {
+	t    time.Duration
+	pkts uint64 // packets both devices sent (WRITEs and ACKs)
+	// With -tags rdmago_stages: the engine's stage times (see
+	// engine.StageTimes) and the time the posts took.
+	stages engine.StageTimes
+	post   engine.StageTime
+}
+
+// timed runs f, and adds how long it took, the packets x and y sent
+// meanwhile and the engine's stage times to m.
+func timed(f func(), x, y *scaleSide, m *scaleMode) {
 	sent0, _ := benchCounters(&x.benchEnd, &y.benchEnd)
+	st0 := engine.ReadStageTimes()
 	t := time.Now()
 	f()
-	d := time.Since(t)
+	m.t += time.Since(t)
 	sent, _ := benchCounters(&x.benchEnd, &y.benchEnd)
-	*pkts += sent - sent0
-	return d
+	m.pkts += sent - sent0
+	st := engine.ReadStageTimes().Sub(st0)
+	for _, p := range [][2]*engine.StageTime{
+		{&m.stages.PostBuild, &st.PostBuild}, {&m.stages.PostSend, &st.PostSend},
+		{&m.stages.RxRequest, &st.RxRequest}, {&m.stages.RxResponse, &st.RxResponse},
+		{&m.stages.RxFlush, &st.RxFlush},
+	} {
+		p[0].Total += p[1].Total
+		p[0].Count += p[1].Count
+	}
+}
+
+// logStages logs, with -tags rdmago_stages, what each stage took per
+// WRITE in each mode and how much more it took spread.
+func logStages(b *testing.B, all, base *scaleMode, writes uint64) {
+	if !engine.StageTimesEnabled {
+		return
+	}
+	type row struct {
+		name      string
+		all, base engine.StageTime
+	}
+	for _, r := range []row{
+		{"post (whole call)", all.post, base.post},
+		{"  its packets made", all.stages.PostBuild, base.stages.PostBuild},
+		{"  its packets sent", all.stages.PostSend, base.stages.PostSend},
+		{"request received", all.stages.RxRequest, base.stages.RxRequest},
+		{"response received", all.stages.RxResponse, base.stages.RxResponse},
+		{"received batch's send", all.stages.RxFlush, base.stages.RxFlush},
+	} {
+		a, o := r.all.Per(writes), r.base.Per(writes)
+		b.Logf("stage %-22s %6d ns/write spread, %6d over 8: %+5d ns (%.2f and %.2f per write)",
+			r.name, a.Nanoseconds(), o.Nanoseconds(), (a - o).Nanoseconds(),
+			float64(r.all.Count)/float64(writes), float64(r.base.Count)/float64(writes))
+	}
 }
 
 // BenchmarkQPScale connects -scale.qps RC QP pairs between two soft devices
@@ -218,8 +264,9 @@ func BenchmarkQPScale(b *testing.B) {
 		}
 	}
 	// run posts count WRITEs round-robin over the first pairs pairs,
-	// continuing from *next, and waits for all to complete.
-	run := func(count, pairs int, next *int) {
+	// continuing from *next, and waits for all to complete. With
+	// -tags rdmago_stages it adds the posts' time to m, if not nil.
+	run := func(count, pairs int, next *int, m *scaleMode) {
 		for range count {
 			p := *next
 			*next = (p + 1) % pairs
@@ -228,8 +275,16 @@ func BenchmarkQPScale(b *testing.B) {
 			}
 			wr := &wrs[posted%scaleSlots]
 			wr.ID = uint64(p)
+			var t0 time.Time
+			if engine.StageTimesEnabled {
+				t0 = time.Now()
+			}
 			if err := x.qps[p].PostSend(*wr); err != nil {
 				b.Fatalf("WRITE on pair %d: %v", p, err)
+			}
+			if engine.StageTimesEnabled && m != nil {
+				m.post.Total += time.Since(t0)
+				m.post.Count++
 			}
 			posted++
 			out[p]++
@@ -242,17 +297,16 @@ func BenchmarkQPScale(b *testing.B) {
 	var nextAll, nextBase int
 	// Warm up: every pair carries one round's share (a QP's first packet
 	// may set up state, e.g. its UDP source port), then the baseline.
-	run(round, n, &nextAll)
-	run(round, base, &nextBase)
+	run(round, n, &nextAll, nil)
+	run(round, base, &nextBase, nil)
 	heapPerQPAfter := float64(int64(heapAlloc())-int64(heap0)) / float64(2*n)
 	_, retrans0 := benchCounters(&x.benchEnd, &y.benchEnd)
 
 	// ratios holds, per segment, the rate over all pairs against the
 	// rate over the baseline's measured right before or after it.
 	var (
-		tAll, tBase       time.Duration
-		pktsAll, pktsBase uint64 // packets both devices sent (WRITEs and ACKs)
-		ratios            []float64
+		all, eight scaleMode
+		ratios     []float64
 	)
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -266,17 +320,15 @@ func BenchmarkQPScale(b *testing.B) {
 			}
 			// Alternate which mode goes first, so that neither
 			// always runs just after the other.
-			var da, db time.Duration
+			ta, tb := all.t, eight.t
 			if s%2 == 0 {
-				da = timed(func() { run(seg, n, &nextAll) }, x, y, &pktsAll)
-				db = timed(func() { run(seg, base, &nextBase) }, x, y, &pktsBase)
+				timed(func() { run(seg, n, &nextAll, &all) }, x, y, &all)
+				timed(func() { run(seg, base, &nextBase, &eight) }, x, y, &eight)
 			} else {
-				db = timed(func() { run(seg, base, &nextBase) }, x, y, &pktsBase)
-				da = timed(func() { run(seg, n, &nextAll) }, x, y, &pktsAll)
+				timed(func() { run(seg, base, &nextBase, &eight) }, x, y, &eight)
+				timed(func() { run(seg, n, &nextAll, &all) }, x, y, &all)
 			}
-			tAll += da
-			tBase += db
-			ratios = append(ratios, db.Seconds()/da.Seconds())
+			ratios = append(ratios, (eight.t-tb).Seconds()/(all.t-ta).Seconds())
 		}
 	}
 	b.StopTimer()
@@ -284,15 +336,15 @@ func BenchmarkQPScale(b *testing.B) {
 	runtime.ReadMemStats(&ms1)
 
 	writes := float64(b.N) * float64(round)
-	rateAll, rateBase := writes/tAll.Seconds(), writes/tBase.Seconds()
+	rateAll, rateBase := writes/all.t.Seconds(), writes/eight.t.Seconds()
 	ratio := workload.Median(ratios)
 	b.ReportMetric(heapPerQP, "B/qp")
 	b.ReportMetric(heapPerQPAfter, "B/qp-after")
 	b.ReportMetric(rateAll, "writes/s-all")
 	b.ReportMetric(rateBase, "writes/s-8")
 	b.ReportMetric(ratio, "ratio_vs_8")
-	b.ReportMetric(float64(pktsAll)/writes, "pkts/write-all")
-	b.ReportMetric(float64(pktsBase)/writes, "pkts/write-8")
+	b.ReportMetric(float64(all.pkts)/writes, "pkts/write-all")
+	b.ReportMetric(float64(eight.pkts)/writes, "pkts/write-8")
 	// Both modes' allocations (and so their garbage collections) per WRITE.
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/(2*writes), "allocs/write")
 	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "GCs")
@@ -304,8 +356,9 @@ func BenchmarkQPScale(b *testing.B) {
 	}
 	b.Logf("%d pairs: %.0f B/qp connected, %.0f B/qp after traffic; %.0f writes/s over all, %.0f over %d; ratio %.2f (segments %.2f–%.2f); packets per write %.2f and %.2f; %d retransmissions; %.3f allocations per write, %d GCs",
 		n, heapPerQP, heapPerQPAfter, rateAll, rateBase, base, ratio, slices.Min(ratios), slices.Max(ratios),
-		float64(pktsAll)/writes, float64(pktsBase)/writes, retrans-retrans0,
+		float64(all.pkts)/writes, float64(eight.pkts)/writes, retrans-retrans0,
 		float64(ms1.Mallocs-ms0.Mallocs)/(2*writes), ms1.NumGC-ms0.NumGC)
+	logStages(b, &all, &eight, uint64(writes))
 	// The guards. Below scaleGuardQPs pairs the devices' tables (grown
 	// in steps) and first allocations weigh more per QP, so the heap per
 	// QP is reported, not checked.
