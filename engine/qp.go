@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/rdma-go/rdma-go/wire"
 )
@@ -122,7 +123,9 @@ func (f DeadlineFunc) Deadline(at time.Time) { f(at) }
 // acknowledgements of what it sent read (the requester's side), then what
 // every post and every received packet read, then what only a received
 // request reads (the responder's side), then the rest. Each side reads one
-// run of lines. What the QP keeps of its QPConfig is in the same places.
+// run of lines: a post the first PostBytes of the QP, which its caller may
+// ask the CPU for at once (see package internal/prefetch). What the QP
+// keeps of its QPConfig is in the same places.
 type QP struct {
 	// The requester's side.
 	sq1    sendWQE // the send queue's first ring (sendQueue.first)
@@ -176,6 +179,10 @@ type QP struct {
 	rq    recvQueue
 	owner any // QPConfig.Owner
 }
+
+// PostBytes is how far into a QP a post reads: the requester's side and
+// what both sides read (see QP).
+const PostBytes = unsafe.Offsetof(QP{}.attr) + unsafe.Sizeof(Attr{})
 
 // Owner returns QPConfig.Owner.
 func (qp *QP) Owner() any { return qp.owner }

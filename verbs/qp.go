@@ -3,7 +3,9 @@ package verbs
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/rdma-go/rdma-go/internal/prefetch"
 	"github.com/rdma-go/rdma-go/provider"
 	"github.com/rdma-go/rdma-go/provider/soft"
 )
@@ -44,6 +46,20 @@ type QP struct {
 type softQP struct {
 	QP
 	prov soft.QPStorage
+}
+
+// postBytes is how far into a soft QP's object a post reads. PostSend asks
+// the CPU for all of it first thing: for a QP not used for a while (one of
+// many connections), the post's code otherwise reached its lines one miss
+// after another — verbs' lock, the provider's fields, the engine's lock,
+// the send queue's slot.
+const postBytes = unsafe.Offsetof(softQP{}.prov) + soft.QPStoragePostBytes
+
+// plainQP is a QP of another provider, padded so that PostSend's prefetch
+// of postBytes stays inside its object.
+type plainQP struct {
+	QP
+	_ [max(0, int(postBytes)-int(unsafe.Sizeof(QP{})))]byte
 }
 
 // softQPCreator is a soft PD, which can build its QP in a softQP.
@@ -121,7 +137,8 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 		q = &o.QP
 		p, err = s.CreateQPIn(&o.prov, &pinit, q)
 	} else {
-		q = &QP{pd: pd, init: init}
+		o := &plainQP{QP: QP{pd: pd, init: init}}
+		q = &o.QP
 		p, err = pd.p.CreateQP(&pinit, q)
 	}
 	if err != nil {
@@ -272,6 +289,8 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 // a *PostError naming the first one refused; those before it are posted.
 // Completions and errors found while executing arrive on the send CQ.
 func (qp *QP) PostSend(wrs ...SendWR) error {
+	// Everything the post reads, asked for at once (see postBytes).
+	prefetch.Range(unsafe.Pointer(qp), postBytes)
 	qp.postMu.Lock() // also serialises the provider's PostSend (its contract)
 	if qp.destroyed.Load() {
 		qp.postMu.Unlock()

@@ -431,6 +431,10 @@ type qp struct {
 // QP for the same reason).
 type QPStorage struct{ q qp }
 
+// QPStoragePostBytes is how far into a QPStorage a post reads: the QP's
+// timer and the engine QP's first engine.PostBytes.
+const QPStoragePostBytes = unsafe.Offsetof(QPStorage{}.q.e) + engine.PostBytes
+
 // CreateQPIn is CreateQP with the QP built in s, which must be zero and
 // must not be moved or reused while the QP exists.
 func (p *pd) CreateQPIn(s *QPStorage, init *provider.QPInitAttr, owner any) (provider.QP, error) {
