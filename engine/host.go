@@ -424,7 +424,7 @@ func (h *Host) receiveOne(now time.Time, d *link.Datagram, tx *txBatch) {
 		qp.handleRequest(now, p, tx)
 	}
 	qp.settle(now, tx)
-	qp.noteDeadline()
+	qp.noteDeadline(now)
 }
 
 func transportOf(t QPType) wire.Opcode {

@@ -100,19 +100,21 @@ type QPConfig struct {
 	Owner any
 }
 
-// DeadlineHook is told a QP's timer deadlines (QPConfig.OnDeadline). An
-// interface rather than a func: the hook is usually the caller's per-QP
-// timer itself, and a method value would be one more object (one more
-// cache line to fetch) on every send of a QP not used for a while.
+// DeadlineHook is told a QP's timer deadlines (QPConfig.OnDeadline), with
+// the time of the call that set them (the now the engine was given, so
+// that the hook need not read the clock again). An interface rather than
+// a func: the hook is usually the caller's per-QP timer itself, and a
+// method value would be one more object (one more cache line to fetch) on
+// every send of a QP not used for a while.
 type DeadlineHook interface {
-	Deadline(at time.Time)
+	Deadline(now, at time.Time)
 }
 
 // DeadlineFunc adapts a function to DeadlineHook.
-type DeadlineFunc func(at time.Time)
+type DeadlineFunc func(now, at time.Time)
 
-// Deadline calls f(at).
-func (f DeadlineFunc) Deadline(at time.Time) { f(at) }
+// Deadline calls f(now, at).
+func (f DeadlineFunc) Deadline(now, at time.Time) { f(now, at) }
 
 // QP is one queue pair's transport state. Its methods are safe for
 // concurrent use.
@@ -288,7 +290,7 @@ func (qp *QP) Modify(now time.Time, a *Attr, mask uint32) {
 			qp.settle(now, tx) // a CQ overflow while sending takes the QP to ERR
 		}
 	}
-	qp.noteDeadline()
+	qp.noteDeadline(now)
 	qp.host.flush(tx)
 }
 
@@ -401,14 +403,14 @@ func (qp *QP) OnTimer(now time.Time) {
 	}
 	qp.req.onTimer(qp, now, tx)
 	qp.settle(now, tx)
-	qp.noteDeadline()
+	qp.noteDeadline(now)
 	qp.host.flush(tx)
 	qp.host.putTx(tx)
 }
 
 // noteDeadline reports a new earliest deadline through OnDeadline, or
 // the zero time when the deadline it reported last is gone.
-func (qp *QP) noteDeadline() {
+func (qp *QP) noteDeadline(now time.Time) {
 	if qp.onDeadline == nil {
 		return
 	}
@@ -416,13 +418,13 @@ func (qp *QP) noteDeadline() {
 	if !ok {
 		if !qp.deadline.IsZero() {
 			qp.deadline = time.Time{}
-			qp.onDeadline.Deadline(time.Time{})
+			qp.onDeadline.Deadline(now, time.Time{})
 		}
 		return
 	}
 	if qp.deadline.IsZero() || d.Before(qp.deadline) {
 		qp.deadline = d
-		qp.onDeadline.Deadline(d)
+		qp.onDeadline.Deadline(now, d)
 	}
 }
 

@@ -158,7 +158,7 @@ func (qp *QP) queueSends(now time.Time, wrs []SendWR) (n int, err error) {
 func (qp *QP) startSends(now time.Time, tx *txBatch) {
 	qp.req.progress(qp, now, tx)
 	qp.settle(now, tx)
-	qp.noteDeadline()
+	qp.noteDeadline(now)
 	if qp.ackPending {
 		// An ACK that Host.ReceivePolled left pending goes out with
 		// the new packets, in the same send (often one GSO send).

@@ -241,7 +241,7 @@ func (s *sim) newQP(h *simHost, par simParams, end int) *simQP {
 	q.qp, err = h.h.CreateQP(QPConfig{Type: QPTypeRC, PD: simPD, SendCQ: q.scq, RecvCQ: q.rcq,
 		MaxSendWR: q.sqDepth, MaxRecvWR: par.rqDepth, MaxSendSGE: simMaxSGE, MaxRecvSGE: simMaxSGE,
 		MaxInline: simMaxInline, SigAll: q.sigAll, SRQ: srq,
-		OnDeadline: DeadlineFunc(func(at time.Time) {
+		OnDeadline: DeadlineFunc(func(_, at time.Time) {
 			if at.IsZero() {
 				q.timerHint = time.Time{} // no deadline left
 				return

@@ -187,7 +187,7 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 }
 
 // Deadline (engine.DeadlineHook) makes the QP's OnTimer run at (or soon
-// after) at. The zero time says the QP has no deadline left: what is armed
+// after) at; now is the engine's time of the call (this device's Now). The zero time says the QP has no deadline left: what is armed
 // stays armed (disarming it, and arming again at the next send, costs a
 // ping-pong more than the expiry does) but its expiry no longer calls into
 // the QP. A deadline later than one already armed waits for that one:
@@ -199,7 +199,7 @@ func (t *QPTimer) Bind(qp *engine.QP) {
 // its deadline later). idle is stored before tick is loaded, and the wheel
 // clears tick before it loads idle, so an entry that fires meanwhile sees
 // the QP busy.
-func (t *QPTimer) Deadline(at time.Time) {
+func (t *QPTimer) Deadline(now, at time.Time) {
 	if at.IsZero() {
 		t.idle.Store(true)
 		return
@@ -218,7 +218,6 @@ func (t *QPTimer) Deadline(at time.Time) {
 	if cur := t.tick.Load(); (cur != 0 && cur <= tick) || (!t.at.IsZero() && !at.Before(t.at)) {
 		return // something armed fires first
 	}
-	now := Now()
 	if at.Sub(now) >= wheelNear {
 		w.add(t, tick)
 		return

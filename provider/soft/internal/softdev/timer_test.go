@@ -63,23 +63,23 @@ func TestQPTimerArm(t *testing.T) {
 	q := &QPTimer{w: w}
 	defer q.Stop()
 	now := Now()
-	q.Deadline(now.Add(time.Second))
+	q.Deadline(now, now.Add(time.Second))
 	if q.tick.Load() != tickOf(now.Add(time.Second)) || !q.at.IsZero() {
 		t.Fatalf("a deadline 1 s away: tick %d, Go timer at %v", q.tick.Load(), q.at)
 	}
-	q.Deadline(now.Add(2 * time.Second))
+	q.Deadline(now, now.Add(2*time.Second))
 	if q.tick.Load() != tickOf(now.Add(time.Second)) {
 		t.Fatal("a later deadline moved the armed one")
 	}
-	q.Deadline(now.Add(100 * time.Millisecond))
+	q.Deadline(now, now.Add(100*time.Millisecond))
 	if q.tick.Load() != tickOf(now.Add(100*time.Millisecond)) || w.n != 2 {
 		t.Fatalf("an earlier deadline: tick %d (want %d), %d entries (one stale)", q.tick.Load(), tickOf(now.Add(100*time.Millisecond)), w.n)
 	}
-	q.Deadline(now.Add(wheelNear / 4))
+	q.Deadline(now, now.Add(wheelNear/4))
 	if q.at.IsZero() || q.t == nil {
 		t.Fatal("a deadline nearer than wheelNear did not get a Go timer")
 	}
-	q.Deadline(time.Time{})
+	q.Deadline(now, time.Time{})
 	if !q.idle.Load() || q.tick.Load() == 0 {
 		t.Fatal("Deadline(zero): want idle, still in the wheel")
 	}
