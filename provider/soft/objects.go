@@ -431,8 +431,9 @@ type qp struct {
 // QP for the same reason).
 type QPStorage struct{ q qp }
 
-// QPStoragePostBytes is how far into a QPStorage a post reads: the QP's
-// timer and the engine QP's first engine.PostBytes.
+// QPStoragePostBytes is how far into a QPStorage a post reads: what
+// precedes the engine QP (the context, the timer) and the engine QP's
+// first engine.PostBytes.
 const QPStoragePostBytes = unsafe.Offsetof(QPStorage{}.q.e) + engine.PostBytes
 
 // CreateQPIn is CreateQP with the QP built in s, which must be zero and
