@@ -652,7 +652,17 @@ type sysState struct {
 	rc    syscall.RawConn // ep's
 	quiet bool            // the main socket is out of ep; guarded by qmu
 	qmu   sync.Mutex
+	// SetQuiet's epoll_ctl, under qmu: its arguments and result, and
+	// the call bound once (a closure made at each SetQuiet was garbage
+	// at every switch between busy polling and waiting).
+	qop, qfd int
+	qev      unix.EpollEvent
+	qerr     error
+	qctl     func(epfd uintptr)
 }
+
+// epollCtl makes SetQuiet's epoll_ctl on the epoll descriptor.
+func (s *sysState) epollCtl(epfd uintptr) { s.qerr = unix.EpollCtl(int(epfd), s.qop, s.qfd, &s.qev) }
 
 func (u *UDP) sysInit() error {
 	if err := detach(u.main); err != nil {
@@ -674,6 +684,7 @@ func (u *UDP) sysInit() error {
 		unix.Close(u.main.fd)
 		return os.NewSyscallError("fcntl O_NONBLOCK", err)
 	}
+	u.sys.qctl = u.sys.epollCtl
 	u.sys.ep = os.NewFile(uintptr(epfd), "rdma-go-link-epoll")
 	if u.sys.rc, err = u.sys.ep.SyscallConn(); err != nil {
 		u.sys.ep.Close()
@@ -714,22 +725,20 @@ func (u *UDP) SetQuiet(on bool) {
 	if u.sys.quiet == on || u.closed.Load() {
 		return
 	}
-	op, ev := unix.EPOLL_CTL_ADD, unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(u.main.fd)}
+	sy := &u.sys
+	sy.qop, sy.qfd, sy.qev = unix.EPOLL_CTL_ADD, u.main.fd, unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(u.main.fd)}
 	if on {
-		op = unix.EPOLL_CTL_DEL
+		sy.qop = unix.EPOLL_CTL_DEL
 	}
 	u.fdMu.RLock()
 	defer u.fdMu.RUnlock()
 	if u.closed.Load() {
 		return
 	}
-	var err error
-	if cerr := u.sys.rc.Control(func(epfd uintptr) { // holds the epoll file open
-		err = unix.EpollCtl(int(epfd), op, u.main.fd, &ev)
-	}); cerr != nil {
+	if cerr := sy.rc.Control(sy.qctl); cerr != nil { // Control holds the epoll file open
 		return // closed
 	}
-	if err != nil {
+	if err := sy.qerr; err != nil {
 		u.log.Debug("link: epoll_ctl", "local", u.local, "err", err)
 		return
 	}

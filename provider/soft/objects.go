@@ -290,12 +290,13 @@ func (q *cq) Destroy() error {
 
 // compChannel is a completion event channel: a queue of the CQs that
 // fired, in order. Each CQ fires at most once per ReqNotify, so the queue
-// is bounded by the armed CQs; it takes no memory while empty and never
-// drops an event.
+// is bounded by the armed CQs; it never drops an event, and keeps its
+// array from one event to the next (no garbage per event).
 type compChannel struct {
 	ctx    *Context
 	mu     sync.Mutex
-	events []*cq
+	events []*cq // events[head:] are queued
+	head   int
 	ready  chan struct{} // a token when events may be queued
 	done   chan struct{}
 	once   sync.Once
@@ -308,6 +309,12 @@ func (c *Context) CreateCompChannel() (provider.CompChannel, error) {
 
 func (ch *compChannel) post(q *cq) {
 	ch.mu.Lock()
+	if len(ch.events) == cap(ch.events) && ch.head > 0 {
+		// Full, with taken events at the front: move the queue there.
+		n := copy(ch.events, ch.events[ch.head:])
+		clear(ch.events[n:])
+		ch.events, ch.head = ch.events[:n], 0
+	}
 	ch.events = append(ch.events, q)
 	ch.mu.Unlock()
 	select {
@@ -320,14 +327,13 @@ func (ch *compChannel) post(q *cq) {
 func (ch *compChannel) next() (*cq, bool) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if len(ch.events) == 0 {
+	if ch.head == len(ch.events) {
 		return nil, false
 	}
-	q := ch.events[0]
-	ch.events[0] = nil
-	ch.events = ch.events[1:]
-	if len(ch.events) == 0 {
-		ch.events = nil // let the array go
+	q := ch.events[ch.head]
+	ch.events[ch.head] = nil
+	if ch.head++; ch.head == len(ch.events) {
+		ch.events, ch.head = ch.events[:0], 0
 	}
 	return q, true
 }

@@ -521,6 +521,8 @@ func (d *Device) flushAcksLocked() {
 // wake-up per packet); after 10 ms without any it sleeps until kicked.
 func (d *Device) ackFlusher() {
 	defer d.wg.Done()
+	tick := time.NewTimer(ackDelay) // one timer, reset each round: no garbage a millisecond
+	defer tick.Stop()
 	idle := 0
 	for {
 		if idle > 10 {
@@ -535,8 +537,9 @@ func (d *Device) ackFlusher() {
 			d.flusherIdle.Store(false)
 			idle = 0
 		}
+		tick.Reset(ackDelay)
 		select {
-		case <-time.After(ackDelay):
+		case <-tick.C:
 		case <-d.done:
 			return
 		}
