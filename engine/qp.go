@@ -126,7 +126,7 @@ func (f DeadlineFunc) Deadline(now, at time.Time) { f(now, at) }
 // every post and every received packet read, then what only a received
 // request reads (the responder's side), then the rest. Each side reads one
 // run of lines: a post the first PostBytes of the QP, which its caller may
-// ask the CPU for at once (see package internal/prefetch). What the QP
+// ask the CPU for at once (see provider.Prefetch). What the QP
 // keeps of its QPConfig is in the same places.
 type QP struct {
 	// The requester's side.

@@ -29,12 +29,6 @@ func golist(t *testing.T, args ...string) []string {
 
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
-// leaf are the module's packages every layer may use: they import nothing
-// of the module (checked below) and hold no device logic.
-var leaf = map[string]bool{
-	"internal/prefetch": true, // a CPU hint (verbs' PostSend)
-}
-
 // TestImportArrowsPointDown checks the layer picture of README.md: no
 // import arrow points back up the stack.
 //
@@ -65,21 +59,11 @@ func TestImportArrowsPointDown(t *testing.T) {
 				if d == p {
 					continue
 				}
-				if leaf[d] {
-					continue
-				}
 				for _, b := range r.banned {
 					if b == "" || under(d, b) {
 						t.Errorf("%s depends on %s", p, d)
 					}
 				}
-			}
-		}
-	}
-	for p := range leaf {
-		for _, d := range golist(t, "-deps", mod+p) {
-			if d != p {
-				t.Errorf("%s, which every layer may use, depends on %s", p, d)
 			}
 		}
 	}
@@ -97,9 +81,6 @@ func TestImportArrowsPointDown(t *testing.T) {
 		imports := golist(t, "-f", `{{join .Imports " "}}`, mod+r.pkg)
 	next:
 		for _, i := range imports {
-			if leaf[i] {
-				continue
-			}
 			for _, a := range r.allowed {
 				if i == a {
 					continue next

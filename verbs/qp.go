@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/rdma-go/rdma-go/internal/prefetch"
 	"github.com/rdma-go/rdma-go/provider"
 	"github.com/rdma-go/rdma-go/provider/soft"
 )
@@ -290,7 +289,7 @@ func (qp *QP) Query() (QPAttr, QPInitAttr, error) {
 // Completions and errors found while executing arrive on the send CQ.
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	// Everything the post reads, asked for at once (see postBytes).
-	prefetch.Range(unsafe.Pointer(qp), postBytes)
+	provider.Prefetch(unsafe.Pointer(qp), postBytes)
 	qp.postMu.Lock() // also serialises the provider's PostSend (its contract)
 	if qp.destroyed.Load() {
 		qp.postMu.Unlock()

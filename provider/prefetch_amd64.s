@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func lines(p unsafe.Pointer, n int)
-TEXT ·lines(SB), NOSPLIT|NOFRAME, $0-16
+// func prefetchLines(p unsafe.Pointer, n int)
+TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ	p+0(FP), AX
 	MOVQ	n+8(FP), CX
 	TESTQ	CX, CX

@@ -1,4 +1,4 @@
-package prefetch
+package provider
 
 import (
 	"testing"
@@ -30,18 +30,18 @@ func TestLineCount(t *testing.T) {
 	}
 }
 
-// TestRange runs the hint over ranges that start and end anywhere in a
+// TestPrefetch runs the hint over ranges that start and end anywhere in a
 // line, up to the ends of an object: it must not fault, and must not
 // change what it is asked about.
-func TestRange(t *testing.T) {
-	buf := make([]byte, 4*LineSize)
+func TestPrefetch(t *testing.T) {
+	buf := make([]byte, 4*CacheLineSize)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
-	for off := range 2 * LineSize {
-		for _, n := range []uintptr{0, 1, LineSize - 1, LineSize, LineSize + 1, uintptr(len(buf) - off)} {
+	for off := range 2 * CacheLineSize {
+		for _, n := range []uintptr{0, 1, CacheLineSize - 1, CacheLineSize, CacheLineSize + 1, uintptr(len(buf) - off)} {
 			if off+int(n) <= len(buf) {
-				Range(unsafe.Pointer(&buf[off]), n)
+				Prefetch(unsafe.Pointer(&buf[off]), n)
 			}
 		}
 	}
@@ -52,9 +52,9 @@ func TestRange(t *testing.T) {
 	}
 }
 
-func BenchmarkRange(b *testing.B) {
-	buf := make([]byte, 16*LineSize)
+func BenchmarkPrefetch(b *testing.B) {
+	buf := make([]byte, 16*CacheLineSize)
 	for range b.N {
-		Range(unsafe.Pointer(&buf[0]), uintptr(len(buf)))
+		Prefetch(unsafe.Pointer(&buf[0]), uintptr(len(buf)))
 	}
 }
