@@ -59,13 +59,26 @@ type StageTimes struct {
 
 // Sub returns t less an earlier reading.
 func (t StageTimes) Sub(earlier StageTimes) StageTimes {
-	return StageTimes{
-		PostBuild:  t.PostBuild.Sub(earlier.PostBuild),
-		PostSend:   t.PostSend.Sub(earlier.PostSend),
-		RxRequest:  t.RxRequest.Sub(earlier.RxRequest),
-		RxResponse: t.RxResponse.Sub(earlier.RxResponse),
-		RxFlush:    t.RxFlush.Sub(earlier.RxFlush),
+	a, b := t.each(), earlier.each()
+	for i := range a {
+		*a[i] = a[i].Sub(*b[i])
 	}
+	return t
+}
+
+// Add returns t plus u (say, the totals of two runs).
+func (t StageTimes) Add(u StageTimes) StageTimes {
+	a, b := t.each(), u.each()
+	for i := range a {
+		a[i].Total += b[i].Total
+		a[i].Count += b[i].Count
+	}
+	return t
+}
+
+// each lists t's stages.
+func (t *StageTimes) each() [5]*StageTime {
+	return [...]*StageTime{&t.PostBuild, &t.PostSend, &t.RxRequest, &t.RxResponse, &t.RxFlush}
 }
 
 // ReadStageTimes returns the stage totals so far.

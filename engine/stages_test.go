@@ -54,4 +54,11 @@ func TestStageTimePer(t *testing.T) {
 	if got := s.Sub(StageTime{Total: 100, Count: 1}); got != (StageTime{Total: 800, Count: 2}) {
 		t.Errorf("Sub = %+v", got)
 	}
+	u := StageTimes{PostBuild: s, RxFlush: StageTime{Total: 5, Count: 1}}
+	if got := u.Add(u).Sub(u); got != u {
+		t.Errorf("Add then Sub = %+v, want %+v", got, u)
+	}
+	if got := u.Add(u).RxFlush; got != (StageTime{Total: 10, Count: 2}) {
+		t.Errorf("Add: RxFlush %+v", got)
+	}
 }

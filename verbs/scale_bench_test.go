@@ -139,15 +139,7 @@ func timed(f func(), x, y *scaleSide, m *scaleMode) {
 	m.t += time.Since(t)
 	sent, _ := benchCounters(&x.benchEnd, &y.benchEnd)
 	m.pkts += sent - sent0
-	st := engine.ReadStageTimes().Sub(st0)
-	for _, p := range [][2]*engine.StageTime{
-		{&m.stages.PostBuild, &st.PostBuild}, {&m.stages.PostSend, &st.PostSend},
-		{&m.stages.RxRequest, &st.RxRequest}, {&m.stages.RxResponse, &st.RxResponse},
-		{&m.stages.RxFlush, &st.RxFlush},
-	} {
-		p[0].Total += p[1].Total
-		p[0].Count += p[1].Count
-	}
+	m.stages = m.stages.Add(engine.ReadStageTimes().Sub(st0))
 }
 
 // logStages logs, with -tags rdmago_stages, what each stage took per
